@@ -1,0 +1,27 @@
+/* Writing report datasets: chunked, compressed, with no timestamps, so the same values give the
+ * same file bytes for any rank count. Written by rank 0 only. */
+#ifndef RMDIAG_H5OUT_H
+#define RMDIAG_H5OUT_H
+
+#include <hdf5.h>
+#include <stdint.h>
+
+#include "rmdiag/status.h"
+
+/* Creates (truncating) an HDF5 file for writing with the serial driver. */
+int rd_h5_create(const char *path, hid_t *out, rd_status *st);
+/* Creates the groups along `path` (all but the last component when `parent_only`). */
+int rd_h5_make_groups(hid_t f, const char *path, int parent_only, rd_status *st);
+/* 1-D or 2-D datasets; `ndims` dims. */
+int rd_h5_write_f64(hid_t f, const char *path, int ndims, const int64_t *dims, const double *data, rd_status *st);
+int rd_h5_write_f32(hid_t f, const char *path, int ndims, const int64_t *dims, const float *data, rd_status *st);
+int rd_h5_write_i32(hid_t f, const char *path, int ndims, const int64_t *dims, const int32_t *data, rd_status *st);
+int rd_h5_write_i64(hid_t f, const char *path, int ndims, const int64_t *dims, const int64_t *data, rd_status *st);
+int rd_h5_write_u8(hid_t f, const char *path, int ndims, const int64_t *dims, const uint8_t *data, rd_status *st);
+int rd_h5_write_i8(hid_t f, const char *path, int ndims, const int64_t *dims, const int8_t *data, rd_status *st);
+/* Variable-length UTF-8 strings. */
+int rd_h5_write_strings(hid_t f, const char *path, int64_t n, const char *const *strs, rd_status *st);
+/* A string attribute on the object at `obj_path`. */
+int rd_h5_write_attr_string(hid_t f, const char *obj_path, const char *name, const char *value, rd_status *st);
+
+#endif

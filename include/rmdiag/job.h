@@ -1,0 +1,47 @@
+/* The job file (SPEC §2): parsed strictly with cJSON; each job's kind validates its own options
+ * and fills in their defaults, which together with the seed, version and inputs define the
+ * job's spec_sha256. */
+#ifndef RMDIAG_JOB_H
+#define RMDIAG_JOB_H
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+
+#include "rmdiag/jsonutil.h"
+#include "rmdiag/status.h"
+
+struct rd_kind;
+
+typedef struct rd_job {
+  int index;                  /* position in "jobs" */
+  const char *name;           /* points into the job file's JSON */
+  const struct rd_kind *kind;
+  char *input;                /* input path resolved against the job file's folder */
+  char *group;                /* HDF5 group, default by kind */
+  const cJSON *spec;          /* the job's JSON object */
+  cJSON *effective;           /* the kind's options with defaults filled in */
+  void *opts;                 /* the kind's parsed options */
+  rd_where where;             /* "FILE: jobs[i] ("name")" for messages */
+} rd_job;
+
+typedef struct rd_jobfile {
+  char *path;          /* as given */
+  char *dir;           /* folder relative paths resolve against */
+  char *output_dir;    /* resolved */
+  int64_t seed;
+  const char *description;  /* optional, copied into every report */
+  int n_jobs;
+  rd_job *jobs;
+  cJSON *root;
+} rd_jobfile;
+
+/* Parses and validates a job file from its bytes (read by rank 0 and broadcast, so every rank
+ * parses the same text). Checks keys, types, ranges, names, kinds and kind options; does not
+ * touch the inputs. */
+int rd_jobfile_parse(const char *path, const char *text, size_t len, rd_jobfile *jf, rd_status *st);
+void rd_jobfile_free(rd_jobfile *jf);
+
+/* Joins `rel` to `dir` unless it is absolute. Returns malloc'd string. */
+char *rd_path_join(const char *dir, const char *rel);
+
+#endif

@@ -1,0 +1,38 @@
+/* One table of functions per report kind: adding a kind is adding a file and a row in
+ * src/coordinator/kinds.c. */
+#ifndef RMDIAG_KIND_H
+#define RMDIAG_KIND_H
+
+#include <cjson/cJSON.h>
+#include <hdf5.h>
+
+#include "rmdiag/comm.h"
+#include "rmdiag/job.h"
+#include "rmdiag/status.h"
+
+/* What a kind's run hands back to the driver (meaningful on rank 0 only). */
+typedef struct rd_run_out {
+  hid_t h5;          /* the output HDF5 file (temporary name), open on rank 0; kinds add datasets */
+  cJSON *result;     /* the report's "result" object, built by the kind on rank 0 */
+} rd_run_out;
+
+typedef struct rd_kind {
+  const char *name;           /* "cm", "benchmark", ... */
+  const char *default_group;  /* "/cm", ... */
+  /* Kind-specific keys a job may carry (besides name, kind, input, group); NULL-terminated. */
+  const char *const *option_keys;
+  /* Parses and range-checks the options of job->spec; sets job->opts and job->effective.
+   * Runs on every rank on the same JSON. */
+  int (*parse)(rd_job *job, const rd_jobfile *jf, rd_status *st);
+  void (*free_opts)(void *opts);
+  /* Collective: checks the input's layout (names, types, shapes) without computing. */
+  int (*validate)(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd_status *st);
+  /* Collective: computes the report. On rank 0 fills out->result and writes datasets to out->h5. */
+  int (*run)(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd_run_out *out, rd_status *st);
+} rd_kind;
+
+const rd_kind *rd_kind_find(const char *name);
+/* NULL-terminated list of every kind, in the order --help shows them. */
+const rd_kind *const *rd_kinds(void);
+
+#endif

@@ -1,0 +1,49 @@
+/* Atomic outputs: a temporary file in the destination folder, renamed into place (.h5 first,
+ * .json last), with SIGTERM/SIGINT removing any temporary file, so an interrupted job leaves no
+ * half-written output. Also the spec hash and the resume/force decision. */
+#ifndef RMDIAG_OUTPUT_H
+#define RMDIAG_OUTPUT_H
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+
+#include "rmdiag/job.h"
+#include "rmdiag/status.h"
+
+/* Installs the SIGTERM/SIGINT/SIGHUP handlers that unlink registered temporary files. */
+void rd_signals_install(void);
+/* Registers / unregisters a temporary path for removal on a signal (at most a few at a time). */
+void rd_tmp_register(const char *path);
+void rd_tmp_unregister(const char *path);
+/* Set by the handler; long loops may poll it. */
+extern volatile int rd_interrupted;
+
+/* "<dir>/.<name>.tmp.<pid>.<suffix>" */
+char *rd_tmp_path(const char *final_path);
+/* mkdir -p */
+int rd_mkdirs(const char *dir, rd_status *st);
+/* Writes `text` to `final_path` atomically (temporary file + fsync + rename). */
+int rd_write_file_atomic(const char *final_path, const char *text, rd_status *st);
+
+/* Inputs of a job, as the spec hash and the report see them. */
+typedef struct rd_input_stat {
+  char *path;       /* realpath */
+  int64_t bytes;
+  int64_t mtime_s, mtime_ns;
+} rd_input_stat;
+
+int rd_input_stat_get(const char *path, const char *jobfile, const char *key, rd_input_stat *in, rd_status *st);
+
+/* SHA-256 hex of the canonical JSON of {name, kind, group, options (defaults filled), seed,
+ * version, inputs[{path, bytes, mtime}]}. */
+int rd_spec_sha256(const rd_job *job, const rd_jobfile *jf, const rd_input_stat *in, char hex[65], rd_status *st);
+
+/* What to do with a job given its existing outputs. */
+typedef enum { RD_OUT_WRITE = 0, RD_OUT_SKIP = 1 } rd_out_action;
+
+/* Looks at <dir>/<name>.json and .h5: same spec + resume → skip; other spec without force →
+ * RD_EINPUT error; otherwise write. */
+int rd_output_decide(const char *json_path, const char *h5_path, const char *spec, int resume, int force,
+                     rd_out_action *action, rd_status *st);
+
+#endif

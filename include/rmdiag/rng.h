@@ -1,0 +1,69 @@
+/* Counter-based random numbers (Philox4x32-10): every draw is a pure function of
+ * (job seed, job name, purpose, replicate, draw index), so results do not depend on which rank
+ * or GPU makes the draw. Usable from C and CUDA. */
+#ifndef RMDIAG_RNG_H
+#define RMDIAG_RNG_H
+
+#include <stdint.h>
+
+#ifdef __CUDACC__
+#define RD_HD __host__ __device__
+#else
+#define RD_HD
+#endif
+
+typedef struct rd_stream {
+  uint32_t key[2];  /* derived from (seed, job name, purpose) */
+} rd_stream;
+
+/* One Philox4x32-10 block: out = philox(ctr, key). */
+static inline RD_HD void rd_philox4x32_10(const uint32_t ctr_in[4], const uint32_t key_in[2], uint32_t out[4]) {
+  uint32_t c0 = ctr_in[0], c1 = ctr_in[1], c2 = ctr_in[2], c3 = ctr_in[3];
+  uint32_t k0 = key_in[0], k1 = key_in[1];
+  for (int round = 0; round < 10; round++) {
+    if (round > 0) {
+      k0 += 0x9E3779B9u;
+      k1 += 0xBB67AE85u;
+    }
+    uint64_t p0 = (uint64_t)0xD2511F53u * c0;
+    uint64_t p1 = (uint64_t)0xCD9E8D57u * c2;
+    uint32_t hi0 = (uint32_t)(p0 >> 32), lo0 = (uint32_t)p0;
+    uint32_t hi1 = (uint32_t)(p1 >> 32), lo1 = (uint32_t)p1;
+    uint32_t n0 = hi1 ^ c1 ^ k0, n2 = hi0 ^ c3 ^ k1;
+    c0 = n0;
+    c1 = lo1;
+    c2 = n2;
+    c3 = lo0;
+  }
+  out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
+}
+
+/* The 64-bit word number `draw` of replicate `rep` in the stream (two words per Philox block). */
+static inline RD_HD uint64_t rd_rng_u64(const rd_stream *s, uint64_t rep, uint64_t draw) {
+  uint32_t ctr[4] = {(uint32_t)(draw >> 1), (uint32_t)(draw >> 33), (uint32_t)rep, (uint32_t)(rep >> 32)};
+  uint32_t out[4];
+  rd_philox4x32_10(ctr, s->key, out);
+  return (draw & 1) ? ((uint64_t)out[3] << 32 | out[2]) : ((uint64_t)out[1] << 32 | out[0]);
+}
+
+/* Uniform double in [0, 1) with 53 random bits. */
+static inline RD_HD double rd_rng_uniform(const rd_stream *s, uint64_t rep, uint64_t draw) {
+  return (double)(rd_rng_u64(s, rep, draw) >> 11) * 0x1.0p-53;
+}
+
+/* Uniform integer in [0, n): the high word of the 128-bit product u64 * n (bias below n / 2^64). */
+static inline RD_HD uint64_t rd_rng_below(const rd_stream *s, uint64_t rep, uint64_t draw, uint64_t n) {
+  uint64_t u = rd_rng_u64(s, rep, draw);
+#ifdef __CUDA_ARCH__
+  return __umul64hi(u, n);
+#else
+  return (uint64_t)(((unsigned __int128)u * n) >> 64);
+#endif
+}
+
+#ifndef __CUDACC__
+/* Key = first 8 bytes of SHA-256("rmdiag-rng-v1\0" seed "\0" job "\0" purpose). */
+void rd_stream_init(rd_stream *s, int64_t seed, const char *job, const char *purpose);
+#endif
+
+#endif

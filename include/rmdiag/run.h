@@ -1,0 +1,16 @@
+/* The run and validate commands (SPEC §1). */
+#ifndef RMDIAG_RUN_H
+#define RMDIAG_RUN_H
+
+#include "rmdiag/comm.h"
+#include "rmdiag/status.h"
+
+typedef struct rd_run_flags {
+  int resume, force, validate_only;
+  const char *backend;  /* "auto", "cpu", "cuda" */
+} rd_run_flags;
+
+/* Collective over ctx->comm. Returns the exit status. */
+int rd_cmd_run(rd_ctx *ctx, const char *jobpath, const rd_run_flags *fl, rd_status *st);
+
+#endif

@@ -1,0 +1,192 @@
+/* The command line: one option table per command drives both parsing and --help. */
+#include <hdf5.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rmdiag/comm.h"
+#include "rmdiag/import.h"
+#include "rmdiag/kind.h"
+#include "rmdiag/output.h"
+#include "rmdiag/rmdiag.h"
+#include "rmdiag/run.h"
+#include "rmdiag/version.h"
+
+typedef struct opt_def {
+  const char *name;
+  const char *arg;  /* NULL: a flag */
+  const char *help;
+} opt_def;
+
+static const opt_def run_opts[] = {
+    {"--resume", NULL, "skip every job whose outputs exist and were made from the same spec"},
+    {"--force", NULL, "overwrite outputs that were made from a different job spec"},
+    {"--backend", "auto|cpu|cuda", "compute backend; auto (default) uses CUDA when every rank has a GPU"},
+    {"--quiet", NULL, "no progress or summary lines on stderr"},
+    {NULL, NULL, NULL},
+};
+
+static const opt_def validate_opts[] = {
+    {"--quiet", NULL, "print nothing on success"},
+    {NULL, NULL, NULL},
+};
+
+static void print_opts(FILE *fp, const opt_def *opts) {
+  for (const opt_def *o = opts; o->name; o++) {
+    char left[64];
+    snprintf(left, sizeof left, "%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+    fprintf(fp, "    %-24s %s\n", left, o->help);
+  }
+}
+
+static void print_help(FILE *fp) {
+  fprintf(fp,
+          "rmdiag %s - diagnostic reports from reward-model and foundation-model experiments\n\n"
+          "usage:\n"
+          "  rmdiag run JOB.json [--resume] [--force] [--backend auto|cpu|cuda] [--quiet]\n"
+          "  rmdiag validate JOB.json      check the job file and every input's layout; compute nothing\n"
+          "  rmdiag import FORMAT [options] -o OUT.h5\n"
+          "  rmdiag --version | --help\n\n"
+          "run options:\n",
+          RMDIAG_VERSION);
+  print_opts(fp, run_opts);
+  fprintf(fp, "\nreport kinds:");
+  for (const rd_kind *const *k = rd_kinds(); *k; k++) fprintf(fp, " %s (group %s)", (*k)->name, (*k)->default_group);
+  fprintf(fp, "\nimport formats:\n");
+  for (const rd_import_format *const *f = rd_import_formats(); *f; f++)
+    fprintf(fp, "    %-14s %s\n", (*f)->name, (*f)->summary);
+  fprintf(fp,
+          "\nRuns as a plain process or under mpiexec -n N / srun --mpi=pmix (one rank per GPU).\n"
+          "Exit status: 0 success; 2 bad usage, job file or input (nothing is written); 1 other failure.\n");
+}
+
+/* Parses argv[first..] against `opts`; one positional argument. Returns RD_OK or RD_EINPUT. */
+static int parse_opts(int argc, char **argv, int first, const opt_def *opts, const char *cmd, const char **values,
+                      const char **positional, rd_status *st) {
+  *positional = NULL;
+  for (int i = first; i < argc; i++) {
+    const char *a = argv[i];
+    if (strncmp(a, "--", 2) == 0) {
+      const char *eq = strchr(a, '=');
+      size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
+      int found = -1;
+      for (int k = 0; opts[k].name; k++)
+        if (strlen(opts[k].name) == nlen && strncmp(opts[k].name, a, nlen) == 0) found = k;
+      if (found < 0) return rd_fail(st, RD_EINPUT, "rmdiag %s: unknown option %s (see rmdiag --help)", cmd, a);
+      if (opts[found].arg) {
+        if (eq) values[found] = eq + 1;
+        else if (i + 1 < argc) values[found] = argv[++i];
+        else return rd_fail(st, RD_EINPUT, "rmdiag %s: option %s needs a value (%s)", cmd, opts[found].name,
+                            opts[found].arg);
+      } else {
+        if (eq) return rd_fail(st, RD_EINPUT, "rmdiag %s: option %s takes no value", cmd, opts[found].name);
+        values[found] = "1";
+      }
+    } else if (!*positional) {
+      *positional = a;
+    } else {
+      return rd_fail(st, RD_EINPUT, "rmdiag %s: unexpected argument \"%s\" (one job file expected)", cmd, a);
+    }
+  }
+  if (!*positional) return rd_fail(st, RD_EINPUT, "rmdiag %s: missing JOB.json (see rmdiag --help)", cmd);
+  return RD_OK;
+}
+
+static int cmd_run(rd_ctx *ctx, int argc, char **argv, int validate_only, rd_status *st) {
+  const opt_def *opts = validate_only ? validate_opts : run_opts;
+  const char *values[8] = {0};
+  const char *job = NULL;
+  const char *cmd = validate_only ? "validate" : "run";
+  RD_TRY(parse_opts(argc, argv, 2, opts, cmd, values, &job, st));
+  rd_run_flags fl = {.validate_only = validate_only, .backend = "auto"};
+  if (validate_only) {
+    ctx->quiet = values[0] != NULL;
+    if (ctx->quiet) ctx->out = NULL;
+  } else {
+    fl.resume = values[0] != NULL;
+    fl.force = values[1] != NULL;
+    if (values[2]) fl.backend = values[2];
+    ctx->quiet = values[3] != NULL;
+    if (strcmp(fl.backend, "auto") && strcmp(fl.backend, "cpu") && strcmp(fl.backend, "cuda"))
+      return rd_fail(st, RD_EINPUT, "rmdiag run: --backend must be auto, cpu or cuda (got \"%s\")", fl.backend);
+  }
+  return rd_cmd_run(ctx, job, &fl, st);
+}
+
+static int cmd_import(rd_ctx *ctx, int argc, char **argv, rd_status *st) {
+  if (argc < 3 || strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0) {
+    if (argc < 3) return rd_fail(st, RD_EINPUT, "rmdiag import: missing FORMAT (see rmdiag import --help)");
+    if (ctx->out) {
+      fprintf(ctx->out, "usage: rmdiag import FORMAT [options] -o OUT.h5\n\nformats:\n");
+      for (const rd_import_format *const *f = rd_import_formats(); *f; f++)
+        fprintf(ctx->out, "  %-14s %s\n", (*f)->name, (*f)->summary);
+      fprintf(ctx->out, "\nrmdiag import FORMAT --help shows a format's options.\n");
+    }
+    return RD_OK;
+  }
+  const rd_import_format *fmt = NULL;
+  for (const rd_import_format *const *f = rd_import_formats(); *f; f++)
+    if (strcmp((*f)->name, argv[2]) == 0) fmt = *f;
+  if (!fmt) return rd_fail(st, RD_EINPUT, "rmdiag import: unknown format \"%s\" (see rmdiag import --help)", argv[2]);
+  const char *out = NULL;
+  char **rest = calloc((size_t)argc, sizeof *rest);
+  int nrest = 0;
+  if (!rest) return rd_fail(st, RD_EFAIL, "out of memory");
+  for (int i = 3; i < argc; i++) {
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      if (ctx->out) fputs(fmt->usage, ctx->out);
+      free(rest);
+      return RD_OK;
+    }
+    if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) {
+      if (i + 1 >= argc) {
+        free(rest);
+        return rd_fail(st, RD_EINPUT, "rmdiag import %s: -o needs a path", fmt->name);
+      }
+      out = argv[++i];
+    } else {
+      rest[nrest++] = argv[i];
+    }
+  }
+  if (!out) {
+    free(rest);
+    return rd_fail(st, RD_EINPUT, "rmdiag import %s: missing -o OUT.h5\n%s", fmt->name, fmt->usage);
+  }
+  if (ctx->rank == 0) fmt->run(nrest, rest, out, ctx->err, st);
+  free(rest);
+  return rd_share_status(ctx, st, 0);
+}
+
+int rmdiag_main(int argc, char **argv, MPI_Comm comm, FILE *out, FILE *err) {
+  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+  rd_signals_install();
+  rd_ctx ctx;
+  if (rd_ctx_init(&ctx, comm, out, err) != RD_OK) {
+    fprintf(err, "rmdiag: cannot set up the MPI communicator\n");
+    return RD_EFAIL;
+  }
+  rd_status st;
+  rd_status_init(&st);
+  const char *cmd = argc > 1 ? argv[1] : NULL;
+  if (!cmd) {
+    if (ctx.err) print_help(ctx.err);
+    rd_fail(&st, RD_EINPUT, "missing command");
+  } else if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+    if (ctx.out) fprintf(ctx.out, "rmdiag %s (CUDA backend %s)\n", RMDIAG_VERSION, RMDIAG_HAVE_CUDA ? "built" : "not built");
+  } else if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+    if (ctx.out) print_help(ctx.out);
+  } else if (strcmp(cmd, "run") == 0) {
+    cmd_run(&ctx, argc, argv, 0, &st);
+  } else if (strcmp(cmd, "validate") == 0) {
+    cmd_run(&ctx, argc, argv, 1, &st);
+  } else if (strcmp(cmd, "import") == 0) {
+    cmd_import(&ctx, argc, argv, &st);
+  } else {
+    rd_fail(&st, RD_EINPUT, "unknown command \"%s\" (expected run, validate, import, --version or --help)", cmd);
+  }
+  if (st.code != RD_OK && ctx.err) fprintf(ctx.err, "rmdiag: error: %s\n", st.msg);
+  if (ctx.out) fflush(ctx.out);
+  if (ctx.err) fflush(ctx.err);
+  rd_ctx_free(&ctx);
+  return st.code;
+}

@@ -1,0 +1,140 @@
+/* Report datasets in HDF5 (see h5out.h): no timestamps, chunked and compressed. */
+#include "rmdiag/h5out.h"
+
+#include <string.h>
+
+int rd_h5_create(const char *path, hid_t *out, rd_status *st) {
+  hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
+  H5Pset_obj_track_times(fcpl, 0);
+  hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
+  H5Pclose(fcpl);
+  if (f < 0) return rd_fail(st, RD_EFAIL, "%s: cannot create the output HDF5 file", path);
+  *out = f;
+  return RD_OK;
+}
+
+int rd_h5_make_groups(hid_t f, const char *path, int parent_only, rd_status *st) {
+  char buf[1024];
+  size_t n = strlen(path);
+  if (n >= sizeof buf) return rd_fail(st, RD_EFAIL, "HDF5 path too long: %s", path);
+  memcpy(buf, path, n + 1);
+  if (parent_only) {
+    char *slash = strrchr(buf, '/');
+    if (!slash || slash == buf) return RD_OK;
+    *slash = '\0';
+    n = strlen(buf);
+  }
+  hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE);
+  H5Pset_obj_track_times(gcpl, 0);
+  int rc = RD_OK;
+  for (size_t i = 1; i <= n && rc == RD_OK; i++) {
+    if (buf[i] == '/' || buf[i] == '\0') {
+      char save = buf[i];
+      buf[i] = '\0';
+      if (H5Lexists(f, buf, H5P_DEFAULT) <= 0) {
+        hid_t g = H5Gcreate2(f, buf, H5P_DEFAULT, gcpl, H5P_DEFAULT);
+        if (g < 0) rc = rd_fail(st, RD_EFAIL, "cannot create output group %s", buf);
+        else H5Gclose(g);
+      }
+      buf[i] = save;
+    }
+  }
+  H5Pclose(gcpl);
+  return rc;
+}
+
+static int write_ds(hid_t f, const char *path, int ndims, const int64_t *dims, hid_t filetype, hid_t memtype,
+                    const void *data, rd_status *st) {
+  RD_TRY(rd_h5_make_groups(f, path, 1, st));
+  hsize_t d[4] = {0}, chunk[4] = {0};
+  hsize_t total = 1;
+  for (int i = 0; i < ndims; i++) {
+    d[i] = (hsize_t)dims[i];
+    total *= d[i];
+  }
+  hid_t space = H5Screate_simple(ndims, d, NULL);
+  hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  H5Pset_obj_track_times(dcpl, 0);
+  if (total > 0) {
+    /* chunks of about 1 MiB along the first dimension, whole rows */
+    size_t esz = H5Tget_size(filetype);
+    hsize_t row = 1;
+    for (int i = 1; i < ndims; i++) row *= d[i];
+    hsize_t rows = (hsize_t)((1u << 20) / (esz * (row ? row : 1)));
+    if (rows < 1) rows = 1;
+    if (rows > d[0]) rows = d[0];
+    chunk[0] = rows;
+    for (int i = 1; i < ndims; i++) chunk[i] = d[i];
+    H5Pset_chunk(dcpl, ndims, chunk);
+    H5Pset_shuffle(dcpl);
+    H5Pset_deflate(dcpl, 4);
+  }
+  hid_t ds = H5Dcreate2(f, path, filetype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  int rc = RD_OK;
+  if (ds < 0) {
+    rc = rd_fail(st, RD_EFAIL, "cannot create output dataset %s", path);
+  } else {
+    if (total > 0 && H5Dwrite(ds, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)
+      rc = rd_fail(st, RD_EFAIL, "cannot write output dataset %s", path);
+    H5Dclose(ds);
+  }
+  H5Pclose(dcpl);
+  H5Sclose(space);
+  return rc;
+}
+
+int rd_h5_write_f64(hid_t f, const char *path, int ndims, const int64_t *dims, const double *data, rd_status *st) {
+  return write_ds(f, path, ndims, dims, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, data, st);
+}
+int rd_h5_write_f32(hid_t f, const char *path, int ndims, const int64_t *dims, const float *data, rd_status *st) {
+  return write_ds(f, path, ndims, dims, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, data, st);
+}
+int rd_h5_write_i32(hid_t f, const char *path, int ndims, const int64_t *dims, const int32_t *data, rd_status *st) {
+  return write_ds(f, path, ndims, dims, H5T_STD_I32LE, H5T_NATIVE_INT32, data, st);
+}
+int rd_h5_write_i64(hid_t f, const char *path, int ndims, const int64_t *dims, const int64_t *data, rd_status *st) {
+  return write_ds(f, path, ndims, dims, H5T_STD_I64LE, H5T_NATIVE_INT64, data, st);
+}
+int rd_h5_write_u8(hid_t f, const char *path, int ndims, const int64_t *dims, const uint8_t *data, rd_status *st) {
+  return write_ds(f, path, ndims, dims, H5T_STD_U8LE, H5T_NATIVE_UINT8, data, st);
+}
+int rd_h5_write_i8(hid_t f, const char *path, int ndims, const int64_t *dims, const int8_t *data, rd_status *st) {
+  return write_ds(f, path, ndims, dims, H5T_STD_I8LE, H5T_NATIVE_INT8, data, st);
+}
+
+int rd_h5_write_strings(hid_t f, const char *path, int64_t n, const char *const *strs, rd_status *st) {
+  hid_t t = H5Tcopy(H5T_C_S1);
+  H5Tset_size(t, H5T_VARIABLE);
+  H5Tset_cset(t, H5T_CSET_UTF8);
+  int64_t dims[1] = {n};
+  RD_TRY(rd_h5_make_groups(f, path, 1, st));
+  hsize_t d[1] = {(hsize_t)n};
+  hid_t space = H5Screate_simple(1, d, NULL);
+  hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  H5Pset_obj_track_times(dcpl, 0);
+  hid_t ds = H5Dcreate2(f, path, t, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  int rc = RD_OK;
+  (void)dims;
+  if (ds < 0 || (n > 0 && H5Dwrite(ds, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, strs) < 0))
+    rc = rd_fail(st, RD_EFAIL, "cannot write output dataset %s", path);
+  if (ds >= 0) H5Dclose(ds);
+  H5Pclose(dcpl);
+  H5Sclose(space);
+  H5Tclose(t);
+  return rc;
+}
+
+int rd_h5_write_attr_string(hid_t f, const char *obj_path, const char *name, const char *value, rd_status *st) {
+  hid_t t = H5Tcopy(H5T_C_S1);
+  H5Tset_size(t, strlen(value) + 1);
+  H5Tset_strpad(t, H5T_STR_NULLTERM);
+  H5Tset_cset(t, H5T_CSET_UTF8);
+  hid_t space = H5Screate(H5S_SCALAR);
+  hid_t a = H5Acreate_by_name(f, obj_path, name, t, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  int rc = RD_OK;
+  if (a < 0 || H5Awrite(a, t, value) < 0) rc = rd_fail(st, RD_EFAIL, "cannot write attribute %s on %s", name, obj_path);
+  if (a >= 0) H5Aclose(a);
+  H5Sclose(space);
+  H5Tclose(t);
+  return rc;
+}

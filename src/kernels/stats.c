@@ -1,0 +1,168 @@
+/* The statistics rules of SPEC §3, written once for every report. */
+#include "rmdiag/stats.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+double rd_sum(const double *x, size_t n) {
+  double total = 0.0;
+  for (size_t b = 0; b < n; b += RD_SUM_BLOCK) {
+    size_t e = b + RD_SUM_BLOCK < n ? b + RD_SUM_BLOCK : n;
+    double s = 0.0;
+    for (size_t i = b; i < e; i++) s += x[i];
+    total += s;
+  }
+  return total;
+}
+
+void rd_mean_sd(const double *x, size_t n, double *mean, double *sd) {
+  if (n == 0) {
+    *mean = NAN;
+    *sd = NAN;
+    return;
+  }
+  double m = rd_sum(x, n) / (double)n;
+  *mean = m;
+  if (n < 2) {
+    *sd = NAN;
+    return;
+  }
+  double total = 0.0;
+  for (size_t b = 0; b < n; b += RD_SUM_BLOCK) {
+    size_t e = b + RD_SUM_BLOCK < n ? b + RD_SUM_BLOCK : n;
+    double s = 0.0;
+    for (size_t i = b; i < e; i++) s += (x[i] - m) * (x[i] - m);
+    total += s;
+  }
+  *sd = sqrt(total / (double)(n - 1));
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+void rd_sort_doubles(double *x, size_t n) { qsort(x, n, sizeof *x, cmp_double); }
+
+static inline void swap_d(double *a, double *b) {
+  double t = *a;
+  *a = *b;
+  *b = t;
+}
+
+/* Places the k-th smallest of x[lo..hi) at x[k], smaller ones before, larger ones after.
+ * Three-way partitioning (many equal values are common: ties, saturated probabilities),
+ * median-of-three pivots, and a sort when the recursion runs too deep (introselect). */
+static void select_kth(double *x, size_t lo, size_t hi, size_t k) {
+  int depth = 0;
+  while (hi - lo > 16) {
+    if (++depth > 64) {
+      qsort(x + lo, hi - lo, sizeof *x, cmp_double);
+      return;
+    }
+    size_t mid = lo + (hi - lo) / 2;
+    double a = x[lo], b = x[mid], c = x[hi - 1];
+    double pivot = (a < b) ? ((b < c) ? b : (a < c ? c : a)) : ((a < c) ? a : (b < c ? c : b));
+    size_t lt = lo, i = lo, gt = hi;
+    while (i < gt) {
+      if (x[i] < pivot) swap_d(&x[lt++], &x[i++]);
+      else if (x[i] > pivot) swap_d(&x[i], &x[--gt]);
+      else i++;
+    }
+    if (k < lt) hi = lt;
+    else if (k >= gt) lo = gt;
+    else return;
+  }
+  qsort(x + lo, hi - lo, sizeof *x, cmp_double);
+}
+
+/* numpy's linear interpolation between neighbours a <= b at fraction g. */
+static double lerp_numpy(double a, double b, double g) {
+  double d = b - a;
+  return g >= 0.5 ? b - d * (1.0 - g) : a + d * g;
+}
+
+void rd_quantiles_inplace(double *work, size_t n, const double *q, size_t nq, double *out) {
+  size_t from = 0;
+  for (size_t j = 0; j < nq; j++) {
+    if (n == 0) {
+      out[j] = NAN;
+      continue;
+    }
+    double h = (double)(n - 1) * q[j];
+    size_t k = (size_t)floor(h);
+    if (k > n - 1) k = n - 1;
+    double g = h - (double)k;
+    if (k < from) from = 0;  /* q not ascending: restart the selection over everything */
+    select_kth(work, from, n, k);
+    double a = work[k], b = a;
+    if (k + 1 < n) {
+      b = work[k + 1];
+      for (size_t i = k + 2; i < n; i++)
+        if (work[i] < b) b = work[i];
+    }
+    out[j] = (g == 0.0) ? a : lerp_numpy(a, b, g);
+    from = k;
+  }
+}
+
+double rd_quantile_inplace(double *work, size_t n, double q) {
+  double v;
+  rd_quantiles_inplace(work, n, &q, 1, &v);
+  return v;
+}
+
+int rd_wilson(double k, double n, double *lo, double *hi) {
+  if (!(n > 0)) {
+    *lo = *hi = NAN;
+    return 0;
+  }
+  const double z = RD_WILSON_Z, z2 = z * z;
+  double p = k / n;
+  double denom = 1.0 + z2 / n;
+  double center = (p + z2 / (2.0 * n)) / denom;
+  double half = z * sqrt(p * (1.0 - p) / n + z2 / (4.0 * n * n)) / denom;
+  double l = center - half, h = center + half;
+  *lo = l < 0.0 ? 0.0 : (l > 1.0 ? 1.0 : l);
+  *hi = h < 0.0 ? 0.0 : (h > 1.0 ? 1.0 : h);
+  return 1;
+}
+
+size_t rd_percentile_ci95(double *vals, size_t n, double *lo, double *hi) {
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (isfinite(vals[i])) vals[m++] = vals[i];
+  size_t dropped = n - m;
+  if (m == 0) {
+    *lo = *hi = NAN;
+    return dropped;
+  }
+  static const double qs[2] = {0.025, 0.975};
+  double out[2];
+  rd_quantiles_inplace(vals, m, qs, 2, out);
+  *lo = out[0];
+  *hi = out[1];
+  return dropped;
+}
+
+int rd_summarize(const double *x, size_t n, rd_summary *s) {
+  double *w = malloc((n ? n : 1) * sizeof *w);
+  if (!w) return -1;
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!isnan(x[i])) w[m++] = x[i];
+  s->n = (int64_t)m;
+  rd_mean_sd(w, m, &s->mean, &s->sd);
+  static const double qs[5] = {0.05, 0.25, 0.5, 0.75, 0.95};
+  double out[5];
+  rd_quantiles_inplace(w, m, qs, 5, out);
+  s->q05 = out[0];
+  s->q25 = out[1];
+  s->median = out[2];
+  s->q75 = out[3];
+  s->q95 = out[4];
+  s->ci_lo = s->ci_hi = NAN;
+  free(w);
+  return 0;
+}

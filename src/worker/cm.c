@@ -1,0 +1,720 @@
+/* The cm report (SPEC §4): counterfactual memorization of preference pairs.
+ * Rank 0 reads the small per-pair tables (users, covariates) and broadcasts what workers need;
+ * every rank reads its fixed blocks of the [P, R] arrays, checks them, and computes per-pair TM
+ * and TG with the backend kernel; rank 0 gathers the per-pair values in pair order and forms
+ * the summaries; bootstrap replicates are spread over ranks by index. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rmdiag/backend.h"
+#include "rmdiag/h5in.h"
+#include "rmdiag/h5out.h"
+#include "rmdiag/idmap.h"
+#include "rmdiag/jsonutil.h"
+#include "rmdiag/kind.h"
+#include "rmdiag/progress.h"
+#include "rmdiag/rng.h"
+#include "rmdiag/stats.h"
+
+/* Pairs per block: the unit of the row partition (independent of the rank count). */
+#define CM_BLOCK 2048
+
+typedef struct cm_stratum {
+  const char *covariate;
+  int64_t bins;  /* 0: categorical */
+} cm_stratum;
+
+typedef struct cm_opts {
+  int64_t bootstrap;
+  int n_strata;
+  cm_stratum *strata;
+} cm_opts;
+
+static const char *const cm_keys[] = {"bootstrap", "strata", NULL};
+
+static void cm_free_opts(void *p) {
+  cm_opts *o = p;
+  if (!o) return;
+  free(o->strata);
+  free(o);
+}
+
+static int cm_parse(rd_job *job, const rd_jobfile *jf, rd_status *st) {
+  (void)jf;
+  cm_opts *o = calloc(1, sizeof *o);
+  if (!o) return rd_fail(st, RD_EFAIL, "out of memory");
+  job->opts = o;
+  RD_TRY(rd_opt_int(job->spec, "bootstrap", 1000, 0, 100000000, &o->bootstrap, &job->where, st));
+  job->effective = cJSON_CreateObject();
+  cJSON_AddNumberToObject(job->effective, "bootstrap", (double)o->bootstrap);
+  cJSON *eff_strata = cJSON_AddArrayToObject(job->effective, "strata");
+  const cJSON *strata = cJSON_GetObjectItemCaseSensitive(job->spec, "strata");
+  if (!strata) return RD_OK;
+  if (!cJSON_IsArray(strata))
+    return rd_fail(st, RD_EINPUT, "%s: \"strata\" must be a list of {\"covariate\", \"bins\" | \"categorical\"}",
+                   job->where.path);
+  o->n_strata = cJSON_GetArraySize(strata);
+  o->strata = calloc((size_t)(o->n_strata ? o->n_strata : 1), sizeof *o->strata);
+  if (!o->strata) return rd_fail(st, RD_EFAIL, "out of memory");
+  int i = 0;
+  for (const cJSON *s = strata->child; s; s = s->next, i++) {
+    rd_where w = job->where;
+    snprintf(w.path, sizeof w.path, "%.500s: strata[%d]", job->where.path, i);
+    if (!cJSON_IsObject(s)) return rd_fail(st, RD_EINPUT, "%s must be an object", w.path);
+    static const char *const keys[] = {"covariate", "bins", "categorical", NULL};
+    RD_TRY(rd_opt_keys(s, keys, &w, st));
+    const char *cov = NULL;
+    RD_TRY(rd_opt_string(s, "covariate", NULL, NULL, &cov, &w, st));
+    if (!cov || !cov[0] || strchr(cov, '/'))
+      return rd_fail(st, RD_EINPUT, "%s: \"covariate\" must name a dataset under covariates/", w.path);
+    int has_bins = cJSON_GetObjectItemCaseSensitive(s, "bins") != NULL;
+    int categorical = 0;
+    RD_TRY(rd_opt_bool(s, "categorical", 0, &categorical, &w, st));
+    if (has_bins == categorical)
+      return rd_fail(st, RD_EINPUT, "%s: give exactly one of \"bins\": K or \"categorical\": true", w.path);
+    o->strata[i].covariate = cov;
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "covariate", cov);
+    if (has_bins) {
+      RD_TRY(rd_opt_int(s, "bins", 0, 1, 100000, &o->strata[i].bins, &w, st));
+      cJSON_AddNumberToObject(e, "bins", (double)o->strata[i].bins);
+    } else {
+      cJSON_AddBoolToObject(e, "categorical", 1);
+    }
+    cJSON_AddItemToArray(eff_strata, e);
+  }
+  return RD_OK;
+}
+
+/* ---- layout ------------------------------------------------------------------ */
+
+typedef struct cm_layout {
+  rd_dsinfo rc, rr, flag, user;
+  rd_dsinfo *cov;  /* one per stratum */
+  int64_t P, R;
+  rd_ftype ftype;
+} cm_layout;
+
+static void ds_path(char *out, size_t n, const char *group, const char *name) {
+  snprintf(out, n, "%s/%s", strcmp(group, "/") == 0 ? "" : group, name);
+}
+
+/* Checks names, types and shapes; runs on any one rank with the file open. */
+static int cm_check_layout(hid_t f, const rd_job *job, cm_layout *L, rd_status *st) {
+  const cm_opts *o = job->opts;
+  const char *file = job->input;
+  char p[512];
+  if (!rd_h5_exists(f, job->group))
+    return rd_fail(st, RD_EINPUT, "%s: group %s is missing (expected the cm layout of SPEC §4)", file, job->group);
+  ds_path(p, sizeof p, job->group, "reward_chosen");
+  RD_TRY(rd_h5_info(f, file, p, &L->rc, st));
+  RD_TRY(rd_h5_expect(&L->rc, file, 2, RD_TCM(RD_TC_FLOAT), "float32 or float64 [P, R]", st));
+  ds_path(p, sizeof p, job->group, "reward_rejected");
+  RD_TRY(rd_h5_info(f, file, p, &L->rr, st));
+  RD_TRY(rd_h5_expect(&L->rr, file, 2, RD_TCM(RD_TC_FLOAT), "float32 or float64 [P, R]", st));
+  ds_path(p, sizeof p, job->group, "in_train");
+  RD_TRY(rd_h5_info(f, file, p, &L->flag, st));
+  RD_TRY(rd_h5_expect(&L->flag, file, 2, RD_TCM(RD_TC_INT), "uint8 (or boolean) 0/1 flags [P, R]", st));
+  ds_path(p, sizeof p, job->group, "user");
+  RD_TRY(rd_h5_info(f, file, p, &L->user, st));
+  RD_TRY(rd_h5_expect(&L->user, file, 1, RD_TCM(RD_TC_INT) | RD_TCM(RD_TC_STRING), "integer or string ids [P]", st));
+  L->P = L->rc.dims[0];
+  L->R = L->rc.dims[1];
+  const rd_dsinfo *same[3] = {&L->rr, &L->flag, NULL};
+  for (int i = 0; same[i]; i++)
+    if (same[i]->dims[0] != L->P || same[i]->dims[1] != L->R)
+      return rd_fail(st, RD_EINPUT, "%s: %s has shape [%lld, %lld] but %s has [%lld, %lld]; expected the same [P, R]",
+                     file, same[i]->path, (long long)same[i]->dims[0], (long long)same[i]->dims[1], L->rc.path,
+                     (long long)L->P, (long long)L->R);
+  if (L->user.dims[0] != L->P)
+    return rd_fail(st, RD_EINPUT, "%s: %s has %lld entries but there are %lld pairs (rows of %s)", file, L->user.path,
+                   (long long)L->user.dims[0], (long long)L->P, L->rc.path);
+  if (L->P == 0 || L->R == 0)
+    return rd_fail(st, RD_EINPUT, "%s: %s is empty ([%lld, %lld]); expected at least one pair and one run", file,
+                   L->rc.path, (long long)L->P, (long long)L->R);
+  if (L->R > 1000000) return rd_fail(st, RD_EINPUT, "%s: %s has %lld runs (at most 1000000 supported)", file, L->rc.path, (long long)L->R);
+  L->ftype = (L->rc.tsize == 4 && L->rr.tsize == 4) ? RD_F32 : RD_F64;
+  L->cov = calloc((size_t)(o->n_strata ? o->n_strata : 1), sizeof *L->cov);
+  if (!L->cov) return rd_fail(st, RD_EFAIL, "out of memory");
+  for (int s = 0; s < o->n_strata; s++) {
+    char name[300];
+    snprintf(name, sizeof name, "covariates/%s", o->strata[s].covariate);
+    ds_path(p, sizeof p, job->group, name);
+    if (!rd_h5_exists(f, p))
+      return rd_fail(st, RD_EINPUT, "%s: strata[%d] names covariate \"%s\" but dataset %s is missing", file, s,
+                     o->strata[s].covariate, p);
+    RD_TRY(rd_h5_info(f, file, p, &L->cov[s], st));
+    RD_TRY(rd_h5_expect(&L->cov[s], file, 1, RD_TCM(RD_TC_INT) | RD_TCM(RD_TC_FLOAT), "numeric [P]", st));
+    if (L->cov[s].dims[0] != L->P)
+      return rd_fail(st, RD_EINPUT, "%s: %s has %lld entries, expected one per pair (%lld)", file, p,
+                     (long long)L->cov[s].dims[0], (long long)L->P);
+  }
+  return RD_OK;
+}
+
+static int cm_validate(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd_status *st) {
+  (void)jf;
+  if (ctx->rank == 0) {
+    hid_t f;
+    if (rd_h5_open(job->input, MPI_COMM_NULL, &f, st) == RD_OK) {
+      cm_layout L;
+      memset(&L, 0, sizeof L);
+      cm_check_layout(f, job, &L, st);
+      free(L.cov);
+      rd_h5_close(f);
+    }
+  }
+  return rd_share_status(ctx, st, 0);
+}
+
+/* ---- users ------------------------------------------------------------------------ */
+
+typedef struct cm_users {
+  int64_t U;
+  int32_t *of_pair;     /* [P] user index, in order of first appearance */
+  int64_t *first_pair;  /* [U] */
+  char *labels;         /* packed NUL-terminated labels for messages */
+  int64_t *label_off;   /* [U + 1] */
+  size_t labels_len;
+} cm_users;
+
+static void users_free(cm_users *u) {
+  free(u->of_pair);
+  free(u->first_pair);
+  free(u->labels);
+  free(u->label_off);
+  memset(u, 0, sizeof *u);
+}
+
+/* Rank 0: reads the user column and numbers users by first appearance. */
+static int users_read(hid_t f, const rd_job *job, const cm_layout *L, cm_users *u, rd_status *st) {
+  int64_t P = L->P;
+  rd_idmap m;
+  if (rd_idmap_init(&m, 1024) != 0) return rd_fail(st, RD_EFAIL, "out of memory");
+  u->of_pair = rd_malloc(sizeof(int32_t) * (size_t)P, st, "user index");
+  int rc = u->of_pair ? RD_OK : st->code;
+  int is_string = L->user.tclass == RD_TC_STRING;
+  char *sbuf = NULL;
+  int64_t *soff = NULL, *ids = NULL;
+  size_t slen = 0;
+  if (rc == RD_OK) {
+    if (is_string) {
+      rc = rd_h5_read_strings(f, job->input, &L->user, &sbuf, &slen, &soff, st);
+    } else {
+      ids = rd_malloc(sizeof(int64_t) * (size_t)P, st, "user ids");
+      rc = ids ? rd_h5_read_int_rows(f, job->input, &L->user, 0, P, ids, st) : st->code;
+    }
+  }
+  for (int64_t p = 0; rc == RD_OK && p < P; p++) {
+    int64_t id = is_string ? rd_idmap_get(&m, sbuf + soff[p], strlen(sbuf + soff[p]), NULL)
+                           : rd_idmap_get(&m, &ids[p], sizeof ids[p], NULL);
+    if (id < 0) rc = rd_fail(st, RD_EFAIL, "out of memory numbering users");
+    else if (id > INT32_MAX) rc = rd_fail(st, RD_EINPUT, "%s: more than 2^31 users", job->input);
+    else u->of_pair[p] = (int32_t)id;
+  }
+  if (rc == RD_OK) {
+    u->U = m.n;
+    u->label_off = rd_malloc(sizeof(int64_t) * (size_t)(u->U + 1), st, "user labels");
+    size_t total = 0;
+    for (int64_t k = 0; k < u->U; k++) total += is_string ? m.lens[k] + 3 : 24;
+    u->labels = u->label_off ? rd_malloc(total + 1, st, "user labels") : NULL;
+    if (!u->labels) rc = st->code;
+    size_t pos = 0;
+    for (int64_t k = 0; rc == RD_OK && k < u->U; k++) {
+      u->label_off[k] = (int64_t)pos;
+      if (is_string) pos += (size_t)sprintf(u->labels + pos, "\"%s\"", m.keys[k]) + 1;
+      else {
+        int64_t v;
+        memcpy(&v, m.keys[k], sizeof v);
+        pos += (size_t)sprintf(u->labels + pos, "%lld", (long long)v) + 1;
+      }
+    }
+    if (rc == RD_OK) {
+      u->label_off[u->U] = (int64_t)pos;
+      u->labels_len = pos;
+    }
+  }
+  free(sbuf);
+  free(soff);
+  free(ids);
+  rd_idmap_free(&m);
+  return rc;
+}
+
+/* Every rank: broadcast of the user table, then the first pair of each user. */
+static int users_share(const rd_ctx *ctx, int64_t P, cm_users *u, rd_status *st) {
+  long long head[2] = {(long long)u->U, (long long)u->labels_len};
+  RD_MPI_CHECK(ctx, MPI_Bcast(head, 2, MPI_LONG_LONG, 0, ctx->comm));
+  if (ctx->rank != 0) {
+    u->U = head[0];
+    u->labels_len = (size_t)head[1];
+    u->of_pair = malloc(sizeof(int32_t) * (size_t)P);
+    u->label_off = malloc(sizeof(int64_t) * (size_t)(u->U + 1));
+    u->labels = malloc(u->labels_len + 1);
+    if (!u->of_pair || !u->label_off || !u->labels) rd_abort(ctx, __FILE__, __LINE__, "out of memory for users");
+  }
+  rd_bcast_bytes(ctx, u->of_pair, sizeof(int32_t) * (size_t)P, 0);
+  rd_bcast_bytes(ctx, u->label_off, sizeof(int64_t) * (size_t)(u->U + 1), 0);
+  rd_bcast_bytes(ctx, u->labels, u->labels_len, 0);
+  u->first_pair = rd_malloc(sizeof(int64_t) * (size_t)u->U, st, "first pairs");
+  if (!u->first_pair) rd_abort(ctx, __FILE__, __LINE__, "out of memory for users");
+  for (int64_t k = 0; k < u->U; k++) u->first_pair[k] = -1;
+  for (int64_t p = 0; p < P; p++)
+    if (u->first_pair[u->of_pair[p]] < 0) u->first_pair[u->of_pair[p]] = p;
+  return RD_OK;
+}
+
+/* ---- the rank's rows: read and check ------------------------------------------------- */
+
+typedef struct cm_rows {
+  int64_t lo, hi;  /* pair range */
+  void *rc, *rr;   /* [hi - lo, R] in the stored precision */
+  uint8_t *flag;
+} cm_rows;
+
+static void rows_free(cm_rows *w) {
+  free(w->rc);
+  free(w->rr);
+  free(w->flag);
+}
+
+static int rows_read(const rd_ctx *ctx, hid_t f, const rd_job *job, const cm_layout *L, cm_rows *w, rd_status *st) {
+  (void)ctx;
+  int64_t n = w->hi - w->lo, R = L->R;
+  size_t es = L->ftype == RD_F32 ? sizeof(float) : sizeof(double);
+  w->rc = rd_malloc((size_t)(n * R) * es, st, "reward_chosen rows");
+  w->rr = w->rc ? rd_malloc((size_t)(n * R) * es, st, "reward_rejected rows") : NULL;
+  w->flag = w->rr ? rd_malloc((size_t)(n * R), st, "in_train rows") : NULL;
+  if (!w->flag) return st->code;
+  /* in_train first: its bad values get keys (element * 3 + 2), after which the reward checks
+   * keep whichever bad element comes first (rewards before flags within an element). */
+  RD_TRY(rd_h5_read_float_rows(f, job->input, &L->rc, w->lo, n, L->ftype, w->rc, st));
+  RD_TRY(rd_h5_read_float_rows(f, job->input, &L->rr, w->lo, n, L->ftype, w->rr, st));
+  if (rd_h5_read_flag_rows(f, job->input, &L->flag, w->lo, n, w->flag, st) != RD_OK) {
+    if (st->key == INT64_MAX) return st->code;
+    st->key = st->key * 3 + 2;
+  }
+  for (int which = 0; which < 2; which++) {
+    const rd_dsinfo *ds = which ? &L->rr : &L->rc;
+    const void *buf = which ? w->rr : w->rc;
+    for (int64_t i = 0; i < n * R; i++) {
+      double v = L->ftype == RD_F32 ? (double)((const float *)buf)[i] : ((const double *)buf)[i];
+      if (!isfinite(v)) {
+        int64_t p = w->lo + i / R, r = i % R;
+        rd_fail_at(st, RD_EINPUT, (p * R + r) * 3 + which, "%s: %s[%lld, %lld] = %g (pair %lld, run %lld), expected a finite reward",
+                   job->input, ds->path, (long long)p, (long long)r, v, (long long)p, (long long)r);
+        break;
+      }
+    }
+  }
+  return st->code;
+}
+
+/* The split is by user: in every run all pairs of a user share in_train. The table of each
+ * user's first pair's flags is assembled from the ranks that own those pairs. */
+static int check_split(const rd_ctx *ctx, const rd_job *job, const cm_layout *L, const cm_users *u,
+                       const cm_rows *w, rd_status *st) {
+  int64_t R = L->R, U = u->U;
+  size_t n = (size_t)(U * R);
+  uint8_t *mine = malloc(n ? n : 1), *all = malloc(n ? n : 1);
+  if (!mine || !all) rd_abort(ctx, __FILE__, __LINE__, "out of memory for the user split table");
+  memset(mine, 0xFF, n);
+  for (int64_t p = w->lo; p < w->hi; p++) {
+    int32_t k = u->of_pair[p];
+    if (u->first_pair[k] == p) memcpy(mine + (size_t)k * (size_t)R, w->flag + (p - w->lo) * R, (size_t)R);
+  }
+  for (size_t off = 0; off < n; off += (size_t)1 << 30) {
+    int cnt = (int)(n - off < ((size_t)1 << 30) ? n - off : ((size_t)1 << 30));
+    RD_MPI_CHECK(ctx, MPI_Allreduce(mine + off, all + off, cnt, MPI_UNSIGNED_CHAR, MPI_MIN, ctx->comm));
+  }
+  for (int64_t p = w->lo; p < w->hi; p++) {
+    int32_t k = u->of_pair[p];
+    const uint8_t *ref = all + (size_t)k * (size_t)R, *m = w->flag + (p - w->lo) * R;
+    for (int64_t r = 0; r < R; r++)
+      if (m[r] != ref[r]) {
+        rd_fail_at(st, RD_EINPUT, p * R + r,
+                   "%s: %s: user %s is split inconsistently in run %lld: pair %lld has in_train = %u but pair %lld "
+                   "(the user's first pair) has %u; within a run all pairs of a user must share in_train",
+                   job->input, L->flag.path, u->labels + u->label_off[k], (long long)r, (long long)p, m[r],
+                   (long long)u->first_pair[k], ref[r]);
+        p = w->hi;
+        break;
+      }
+  }
+  free(mine);
+  free(all);
+  return st->code;
+}
+
+/* ---- bootstrap over users ------------------------------------------------------------------ */
+
+/* Per-user sums and counts of TM, TG, CM over the pairs where each is defined: [U][6]. */
+static double *user_sums(const cm_users *u, int64_t P, const double *tm, const double *tg, const double *cm) {
+  double *F = calloc((size_t)u->U * 6, sizeof *F);
+  if (!F) return NULL;
+  const double *v[3] = {tm, tg, cm};
+  for (int64_t p = 0; p < P; p++) {
+    double *row = F + (size_t)u->of_pair[p] * 6;
+    for (int j = 0; j < 3; j++)
+      if (!isnan(v[j][p])) {
+        row[2 * j] += v[j][p];
+        row[2 * j + 1] += 1.0;
+      }
+  }
+  return F;
+}
+
+/* Replicates [b0, b1): each draws U users with replacement and takes, for TM, TG and CM, the mean
+ * over all pairs of the drawn users (duplicates counted) = Σ sums / Σ counts. */
+static void bootstrap_block(const rd_stream *s, const double *F, int64_t U, int64_t b0, int64_t b1, double *out,
+                            rd_progress *prog) {
+  for (int64_t b = b0; b < b1; b++) {
+    double acc[6] = {0, 0, 0, 0, 0, 0};
+    uint32_t ctr[4] = {0, 0, (uint32_t)b, (uint32_t)((uint64_t)b >> 32)}, words[4] = {0, 0, 0, 0};
+    for (int64_t j = 0; j < U; j++) {
+      /* draw j is the 64-bit word j of replicate b (rd_rng_below, inlined two draws per block) */
+      if ((j & 1) == 0) {
+        ctr[0] = (uint32_t)((uint64_t)j >> 1);
+        ctr[1] = (uint32_t)((uint64_t)j >> 33);
+        rd_philox4x32_10(ctr, s->key, words);
+      }
+      uint64_t w64 = (j & 1) ? ((uint64_t)words[3] << 32 | words[2]) : ((uint64_t)words[1] << 32 | words[0]);
+      uint64_t k = (uint64_t)(((unsigned __int128)w64 * (uint64_t)U) >> 64);
+      const double *row = F + k * 6;
+      for (int q = 0; q < 6; q++) acc[q] += row[q];
+    }
+    double *o = out + (b - b0) * 3;
+    for (int q = 0; q < 3; q++) o[q] = acc[2 * q + 1] > 0 ? acc[2 * q] / acc[2 * q + 1] : NAN;
+    if (prog) rd_progress_update(prog, b - b0 + 1);
+  }
+}
+
+/* ---- strata ------------------------------------------------------------------------------- */
+
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Appends the strata entries of one covariate to `list`; returns the count of excluded pairs. */
+static int64_t strata_one(const cm_stratum *sp, const double *cov, int64_t P, const double *tm, const double *tg,
+                          const double *cm, cJSON *list) {
+  double *fin = malloc(sizeof(double) * (size_t)(P ? P : 1));
+  int64_t nf = 0;
+  for (int64_t p = 0; p < P; p++)
+    if (isfinite(cov[p])) fin[nf++] = cov[p];
+  int64_t excluded = P - nf;
+  if (nf == 0) {
+    free(fin);
+    return excluded;
+  }
+  double *edges = NULL;
+  int64_t nb;
+  if (sp->bins > 0) {
+    int64_t K = sp->bins;
+    edges = malloc(sizeof(double) * (size_t)(K + 1));
+    for (int64_t i = 0; i <= K; i++) edges[i] = rd_quantile_inplace(fin, (size_t)nf, (double)i / (double)K);
+    int64_t ne = 1;
+    for (int64_t i = 1; i <= K; i++)
+      if (edges[i] != edges[ne - 1]) edges[ne++] = edges[i];  /* duplicate edges merge */
+    nb = ne > 1 ? ne - 1 : 1;
+    if (ne == 1) edges[1] = edges[0];
+  } else {
+    qsort(fin, (size_t)nf, sizeof *fin, cmp_dbl);
+    int64_t nu = 0;
+    for (int64_t i = 0; i < nf; i++)
+      if (nu == 0 || fin[i] != fin[nu - 1]) fin[nu++] = fin[i];
+    nb = nu;
+    edges = fin;  /* the categories */
+    fin = NULL;
+  }
+  /* per bin: n, and sum/count of TM, TG, CM, accumulated in pair order */
+  double *acc = calloc((size_t)nb * 7, sizeof *acc);
+  for (int64_t p = 0; p < P; p++) {
+    double x = cov[p];
+    if (!isfinite(x)) continue;
+    int64_t b;
+    if (sp->bins > 0) {
+      /* largest i with edges[i] <= x, the last bin closed */
+      int64_t lo = 0, hi = nb;  /* search edges[0..nb-1] */
+      while (hi - lo > 1) {
+        int64_t mid = (lo + hi) / 2;
+        if (edges[mid] <= x) lo = mid;
+        else hi = mid;
+      }
+      b = lo;
+    } else {
+      int64_t lo = 0, hi = nb - 1;
+      while (lo < hi) {
+        int64_t mid = (lo + hi) / 2;
+        if (edges[mid] < x) lo = mid + 1;
+        else hi = mid;
+      }
+      b = lo;
+    }
+    double *a = acc + b * 7;
+    a[0] += 1.0;
+    const double v[3] = {tm[p], tg[p], cm[p]};
+    for (int j = 0; j < 3; j++)
+      if (!isnan(v[j])) {
+        a[1 + 2 * j] += v[j];
+        a[2 + 2 * j] += 1.0;
+      }
+  }
+  for (int64_t b = 0; b < nb; b++) {
+    const double *a = acc + b * 7;
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "covariate", sp->covariate);
+    if (sp->bins > 0) {
+      cJSON_AddNumberToObject(e, "bin", (double)b);
+      rd_json_add(e, "lo", rd_json_num(edges[b]));
+      rd_json_add(e, "hi", rd_json_num(edges[b + 1]));
+    } else {
+      rd_json_add(e, "bin", rd_json_num(edges[b]));
+      rd_json_add(e, "lo", rd_json_num(edges[b]));
+      rd_json_add(e, "hi", rd_json_num(edges[b]));
+    }
+    cJSON_AddNumberToObject(e, "n", a[0]);
+    rd_json_add(e, "tm", rd_json_num(a[2] > 0 ? a[1] / a[2] : NAN));
+    rd_json_add(e, "tg", rd_json_num(a[4] > 0 ? a[3] / a[4] : NAN));
+    rd_json_add(e, "cm", rd_json_num(a[6] > 0 ? a[5] / a[6] : NAN));
+    cJSON_AddItemToArray(list, e);
+  }
+  free(acc);
+  free(edges);
+  free(fin);
+  return excluded;
+}
+
+/* ---- report ------------------------------------------------------------------------------- */
+
+static cJSON *summary_json(const rd_summary *s) {
+  cJSON *o = cJSON_CreateObject();
+  rd_json_add(o, "mean", rd_json_num(s->mean));
+  rd_json_add(o, "sd", rd_json_num(s->sd));
+  rd_json_add(o, "q05", rd_json_num(s->q05));
+  rd_json_add(o, "q25", rd_json_num(s->q25));
+  rd_json_add(o, "median", rd_json_num(s->median));
+  rd_json_add(o, "q75", rd_json_num(s->q75));
+  rd_json_add(o, "q95", rd_json_num(s->q95));
+  rd_json_add(o, "ci95", rd_json_pair(s->ci_lo, s->ci_hi));
+  return o;
+}
+
+/* Rank 0: every summary of the report, from the per-pair values in pair order. */
+static int cm_report(const rd_job *job, const cm_layout *L, const cm_users *u, const double *tm, const double *tg,
+                     const double *cm, const double *F, double *boot, int64_t B, double *const *covs, cJSON **out,
+                     rd_status *st) {
+  const cm_opts *o = job->opts;
+  int64_t P = L->P;
+  rd_summary s[3];
+  const double *v[3] = {tm, tg, cm};
+  int64_t dropped[3] = {0, 0, 0};
+  double *col = malloc(sizeof(double) * (size_t)(B ? B : 1));
+  if (!col) return rd_fail(st, RD_EFAIL, "out of memory");
+  for (int j = 0; j < 3; j++) {
+    if (rd_summarize(v[j], (size_t)P, &s[j]) != 0) {
+      free(col);
+      return rd_fail(st, RD_EFAIL, "out of memory");
+    }
+    if (B > 0) {
+      for (int64_t b = 0; b < B; b++) col[b] = boot[b * 3 + j];
+      dropped[j] = (int64_t)rd_percentile_ci95(col, (size_t)B, &s[j].ci_lo, &s[j].ci_hi);
+    }
+  }
+  free(col);
+  int64_t neg = 0;
+  for (int64_t p = 0; p < P; p++) neg += cm[p] < 0.0;
+  cJSON *r = cJSON_CreateObject();
+  cJSON_AddNumberToObject(r, "n_pairs", (double)P);
+  cJSON_AddNumberToObject(r, "n_users", (double)u->U);
+  cJSON_AddNumberToObject(r, "n_runs", (double)L->R);
+  cJSON_AddNumberToObject(r, "n_tm_defined", (double)s[0].n);
+  cJSON_AddNumberToObject(r, "n_tg_defined", (double)s[1].n);
+  cJSON_AddNumberToObject(r, "n_cm_defined", (double)s[2].n);
+  cJSON_AddItemToObject(r, "tm", summary_json(&s[0]));
+  cJSON_AddItemToObject(r, "tg", summary_json(&s[1]));
+  cJSON_AddItemToObject(r, "cm", summary_json(&s[2]));
+  rd_json_add(r, "cm_negative_fraction", rd_json_num(s[2].n > 0 ? (double)neg / (double)s[2].n : NAN));
+  /* user_macro: mean over users (with the value defined) of each user's mean */
+  cJSON *um = cJSON_CreateObject();
+  double *means = malloc(sizeof(double) * (size_t)(u->U ? u->U : 1));
+  static const char *const names[3] = {"tm", "tg", "cm"};
+  for (int j = 0; j < 3; j++) {
+    int64_t n = 0;
+    for (int64_t k = 0; k < u->U; k++)
+      if (F[k * 6 + 2 * j + 1] > 0) means[n++] = F[k * 6 + 2 * j] / F[k * 6 + 2 * j + 1];
+    rd_json_add(um, names[j], rd_json_num(n > 0 ? rd_sum(means, (size_t)n) / (double)n : NAN));
+  }
+  free(means);
+  cJSON_AddItemToObject(r, "user_macro", um);
+  cJSON *strata = cJSON_AddArrayToObject(r, "strata");
+  cJSON *excl = cJSON_AddObjectToObject(r, "strata_excluded");
+  for (int i = 0; i < o->n_strata; i++) {
+    int64_t e = strata_one(&o->strata[i], covs[i], P, tm, tg, cm, strata);
+    cJSON_AddNumberToObject(excl, o->strata[i].covariate, (double)e);
+  }
+  cJSON *bo = cJSON_AddObjectToObject(r, "bootstrap");
+  cJSON_AddNumberToObject(bo, "resamples", (double)B);
+  cJSON_AddStringToObject(bo, "unit", "user");
+  cJSON *dr = cJSON_AddObjectToObject(bo, "dropped");
+  for (int j = 0; j < 3; j++) cJSON_AddNumberToObject(dr, names[j], (double)dropped[j]);
+  *out = r;
+  return RD_OK;
+}
+
+static int cm_write_h5(hid_t h5, int64_t P, int64_t R, const double *tm, const double *tg, const double *cm,
+                       const int32_t *n_train, rd_status *st) {
+  int32_t *n_held = malloc(sizeof(int32_t) * (size_t)P);
+  if (!n_held) return rd_fail(st, RD_EFAIL, "out of memory");
+  for (int64_t p = 0; p < P; p++) n_held[p] = (int32_t)R - n_train[p];
+  int64_t dims[1] = {P};
+  int rc = rd_h5_write_f64(h5, "/cm/tm", 1, dims, tm, st);
+  if (rc == RD_OK) rc = rd_h5_write_f64(h5, "/cm/tg", 1, dims, tg, st);
+  if (rc == RD_OK) rc = rd_h5_write_f64(h5, "/cm/cm", 1, dims, cm, st);
+  if (rc == RD_OK) rc = rd_h5_write_i32(h5, "/cm/n_train", 1, dims, n_train, st);
+  if (rc == RD_OK) rc = rd_h5_write_i32(h5, "/cm/n_held", 1, dims, n_held, st);
+  free(n_held);
+  return rc;
+}
+
+/* ---- run ------------------------------------------------------------------------------------ */
+
+static int cm_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd_run_out *out, rd_status *st) {
+  const cm_opts *o = job->opts;
+  cm_layout L;
+  memset(&L, 0, sizeof L);
+  cm_users u;
+  memset(&u, 0, sizeof u);
+  cm_rows w;
+  memset(&w, 0, sizeof w);
+  double **covs = calloc((size_t)(o->n_strata ? o->n_strata : 1), sizeof *covs);
+  double *tm_all = NULL, *tg_all = NULL, *cm_all = NULL, *F = NULL, *boot_all = NULL, *boot_mine = NULL;
+  double *tm = NULL, *tg = NULL;
+  int32_t *ntr = NULL, *ntr_all = NULL;
+  hid_t f = H5I_INVALID_HID;
+  rd_progress prog;
+
+  /* Phase 1 (rank 0): layout, users and covariates. */
+  if (ctx->rank == 0) {
+    if (rd_h5_open(job->input, MPI_COMM_NULL, &f, st) == RD_OK) {
+      if (cm_check_layout(f, job, &L, st) == RD_OK && users_read(f, job, &L, &u, st) == RD_OK) {
+        for (int i = 0; i < o->n_strata && st->code == RD_OK; i++) {
+          covs[i] = rd_malloc(sizeof(double) * (size_t)L.P, st, "covariate");
+          if (covs[i]) rd_h5_read_numeric(f, job->input, &L.cov[i], covs[i], st);
+        }
+      }
+      rd_h5_close(f);
+      f = H5I_INVALID_HID;
+    }
+  }
+  if (rd_share_status(ctx, st, 0) != RD_OK) goto done;
+  long long dims[3] = {(long long)L.P, (long long)L.R, (long long)L.ftype};
+  RD_MPI_CHECK(ctx, MPI_Bcast(dims, 3, MPI_LONG_LONG, 0, ctx->comm));
+  users_share(ctx, dims[0], &u, st);
+
+  /* Phase 2 (every rank): open in parallel, read and check the rank's blocks. */
+  if (rd_h5_open(job->input, ctx->comm, &f, st) == RD_OK) {
+    free(L.cov);
+    memset(&L, 0, sizeof L);
+    if (cm_check_layout(f, job, &L, st) == RD_OK) {
+      rd_rank_rows(L.P, CM_BLOCK, ctx->size, ctx->rank, &w.lo, &w.hi);
+      rows_read(ctx, f, job, &L, &w, st);
+    }
+  }
+  if (rd_agree(ctx, st) != RD_OK) goto done;
+  check_split(ctx, job, &L, &u, &w, st);
+  if (rd_agree(ctx, st) != RD_OK) goto done;
+
+  /* Phase 3: per-pair TM and TG with the backend kernel. */
+  int64_t n = w.hi - w.lo;
+  tm = malloc(sizeof(double) * (size_t)(n ? n : 1));
+  tg = malloc(sizeof(double) * (size_t)(n ? n : 1));
+  ntr = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
+  if (!tm || !tg || !ntr) rd_abort(ctx, __FILE__, __LINE__, "out of memory for per-pair values");
+  if (n > 0) {
+    rd_cm_block blk = {.n_pairs = n, .n_runs = L.R, .ftype = L.ftype, .reward_chosen = w.rc,
+                       .reward_rejected = w.rr, .in_train = w.flag};
+    rd_cm_pairs res = {.tm = tm, .tg = tg, .n_train = ntr};
+    char err[512] = "";
+    const rd_backend *b = ctx->backend->cm_pairs ? ctx->backend : &rd_backend_cpu;
+    if (b->cm_pairs(&blk, &res, err, sizeof err) != 0)
+      rd_fail(st, RD_EFAIL, "%s backend failed in the cm kernel: %s", b->name, err);
+  }
+  if (rd_agree(ctx, st) != RD_OK) goto done;
+  rows_free(&w);
+  memset(&w, 0, sizeof w);
+
+  /* Phase 4: gather per-pair values on rank 0 in pair order; per-user sums for the bootstrap. */
+  int64_t P = L.P;
+  if (ctx->rank == 0) {
+    tm_all = malloc(sizeof(double) * (size_t)P);
+    tg_all = malloc(sizeof(double) * (size_t)P);
+    cm_all = malloc(sizeof(double) * (size_t)P);
+    ntr_all = malloc(sizeof(int32_t) * (size_t)P);
+    if (!tm_all || !tg_all || !cm_all || !ntr_all) rd_abort(ctx, __FILE__, __LINE__, "out of memory for per-pair values");
+  }
+  rd_gather_rows(ctx, tm, tm_all, P, CM_BLOCK, sizeof(double));
+  rd_gather_rows(ctx, tg, tg_all, P, CM_BLOCK, sizeof(double));
+  rd_gather_rows(ctx, ntr, ntr_all, P, CM_BLOCK, sizeof(int32_t));
+  if (ctx->rank == 0) {
+    for (int64_t p = 0; p < P; p++) cm_all[p] = tm_all[p] - tg_all[p];
+    F = user_sums(&u, P, tm_all, tg_all, cm_all);
+  } else {
+    F = malloc(sizeof(double) * (size_t)u.U * 6);
+  }
+  if (!F) rd_abort(ctx, __FILE__, __LINE__, "out of memory for user sums");
+  rd_bcast_bytes(ctx, F, sizeof(double) * (size_t)u.U * 6, 0);
+
+  /* Phase 5: bootstrap replicates spread over ranks by index. */
+  int64_t B = o->bootstrap, b0, b1;
+  rd_split_range(B, ctx->size, ctx->rank, &b0, &b1);
+  boot_mine = malloc(sizeof(double) * 3 * (size_t)((b1 - b0) ? (b1 - b0) : 1));
+  if (ctx->rank == 0) boot_all = malloc(sizeof(double) * 3 * (size_t)(B ? B : 1));
+  if (!boot_mine || (ctx->rank == 0 && !boot_all)) rd_abort(ctx, __FILE__, __LINE__, "out of memory for the bootstrap");
+  if (B > 0) {
+    rd_stream s;
+    rd_stream_init(&s, jf->seed, job->name, "cm.bootstrap.users");
+    rd_progress_begin(&prog, ctx->quiet ? NULL : ctx->err, job->name, "bootstrap", b1 - b0);
+    bootstrap_block(&s, F, u.U, b0, b1, boot_mine, &prog);
+    rd_progress_end(&prog);
+    rd_gather_rows(ctx, boot_mine, boot_all, B, 1, 3 * sizeof(double));
+  }
+
+  /* Phase 6 (rank 0): summaries and outputs. */
+  if (ctx->rank == 0) {
+    if (cm_report(job, &L, &u, tm_all, tg_all, cm_all, F, boot_all, B, covs, &out->result, st) == RD_OK)
+      cm_write_h5(out->h5, P, L.R, tm_all, tg_all, cm_all, ntr_all, st);
+  }
+  rd_share_status(ctx, st, 0);
+
+done:
+  if (f >= 0) rd_h5_close(f);
+  rows_free(&w);
+  users_free(&u);
+  for (int i = 0; i < o->n_strata; i++) free(covs[i]);
+  free(covs);
+  free(L.cov);
+  free(tm);
+  free(tg);
+  free(ntr);
+  free(tm_all);
+  free(tg_all);
+  free(cm_all);
+  free(ntr_all);
+  free(F);
+  free(boot_all);
+  free(boot_mine);
+  return st->code;
+}
+
+const rd_kind rd_kind_cm = {
+    .name = "cm",
+    .default_group = "/cm",
+    .option_keys = cm_keys,
+    .parse = cm_parse,
+    .free_opts = cm_free_opts,
+    .validate = cm_validate,
+    .run = cm_run,
+};
