@@ -1,4 +1,4 @@
-/* Writing report datasets: chunked, compressed, with no timestamps, so the same values give the
+/* Writing report datasets: contiguous, with no timestamps, so the same values give the
  * same file bytes for any rank count. Written by rank 0 only. */
 #ifndef RMDIAG_H5OUT_H
 #define RMDIAG_H5OUT_H

@@ -20,4 +20,7 @@ void rd_progress_end(rd_progress *p);
 
 double rd_now(void);  /* monotonic seconds */
 
+/* Phase timings on stderr (rank 0) when RMDIAG_TIMING=1: a debugging and benchmarking aid. */
+void rd_timing_mark(int rank, const char *job, const char *phase);
+
 #endif

@@ -61,7 +61,19 @@ static inline RD_HD uint64_t rd_rng_below(const rd_stream *s, uint64_t rep, uint
 #endif
 }
 
+/* Uniform integer in [0, n) for n < 2^32 from a 64-bit word: the same value as
+ * rd_rng_below (high word of u * n), computed with 32-bit products so that loops vectorize. */
+static inline RD_HD uint64_t rd_below32(uint64_t u, uint64_t n) {
+  uint64_t hi = u >> 32, lo = u & 0xffffffffu;
+  return (hi * n + ((lo * n) >> 32)) >> 32;
+}
+
 #ifndef __CUDACC__
+/* Draws j = 0..count-1 of replicate `rep` as integers in [0, n), n < 2^32, count < 2^33: the
+ * same values as rd_rng_below(s, rep, j, n), a whole batch at a time (vectorized). `out` must
+ * hold count rounded up to even entries. */
+void rd_rng_below_fill(const rd_stream *s, uint64_t rep, uint64_t n, int64_t count, uint32_t *out);
+
 /* Key = first 8 bytes of SHA-256("rmdiag-rng-v1\0" seed "\0" job "\0" purpose). */
 void rd_stream_init(rd_stream *s, int64_t seed, const char *job, const char *purpose);
 #endif

@@ -21,8 +21,10 @@ double rd_quantile_inplace(double *work, size_t n, double q);
 /* Several quantiles (q ascending) of n values; `work` is reordered. */
 void rd_quantiles_inplace(double *work, size_t n, const double *q, size_t nq, double *out);
 
-/* Sorts doubles ascending (NaN-free input). */
+/* Sorts doubles ascending (NaN-free input): a radix sort, O(n). */
 void rd_sort_doubles(double *x, size_t n);
+/* Quantiles of n sorted values, same rule as rd_quantiles_inplace. */
+void rd_quantiles_sorted(const double *x, size_t n, const double *q, size_t nq, double *out);
 
 /* Wilson score interval for k successes of n with z = RD_WILSON_Z, clamped to [0, 1].
  * Returns 0 (and NaNs) when n = 0. */

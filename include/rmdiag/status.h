@@ -37,5 +37,8 @@ int rd_fail_at(rd_status *st, int code, int64_t key, const char *fmt, ...)
 /* Allocation that reports failure through the status instead of crashing. */
 void *rd_malloc(size_t n, rd_status *st, const char *what);
 void *rd_calloc(size_t n, size_t size, rd_status *st, const char *what);
+/* Large buffers (row blocks): 2 MiB aligned and backed by transparent huge pages where the
+ * kernel allows, which saves most page faults when a block is first filled. Free with free(). */
+void *rd_malloc_big(size_t n, rd_status *st, const char *what);
 
 #endif

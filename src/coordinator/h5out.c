@@ -1,4 +1,5 @@
-/* Report datasets in HDF5 (see h5out.h): no timestamps, chunked and compressed. */
+/* Report datasets in HDF5 (see h5out.h): no timestamps; contiguous and uncompressed, since per-item
+ * float64 outputs barely compress and deflate would dominate a report's run time. */
 #include "rmdiag/h5out.h"
 
 #include <string.h>
@@ -46,7 +47,7 @@ int rd_h5_make_groups(hid_t f, const char *path, int parent_only, rd_status *st)
 static int write_ds(hid_t f, const char *path, int ndims, const int64_t *dims, hid_t filetype, hid_t memtype,
                     const void *data, rd_status *st) {
   RD_TRY(rd_h5_make_groups(f, path, 1, st));
-  hsize_t d[4] = {0}, chunk[4] = {0};
+  hsize_t d[4] = {0};
   hsize_t total = 1;
   for (int i = 0; i < ndims; i++) {
     d[i] = (hsize_t)dims[i];
@@ -55,20 +56,6 @@ static int write_ds(hid_t f, const char *path, int ndims, const int64_t *dims, h
   hid_t space = H5Screate_simple(ndims, d, NULL);
   hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
   H5Pset_obj_track_times(dcpl, 0);
-  if (total > 0) {
-    /* chunks of about 1 MiB along the first dimension, whole rows */
-    size_t esz = H5Tget_size(filetype);
-    hsize_t row = 1;
-    for (int i = 1; i < ndims; i++) row *= d[i];
-    hsize_t rows = (hsize_t)((1u << 20) / (esz * (row ? row : 1)));
-    if (rows < 1) rows = 1;
-    if (rows > d[0]) rows = d[0];
-    chunk[0] = rows;
-    for (int i = 1; i < ndims; i++) chunk[i] = d[i];
-    H5Pset_chunk(dcpl, ndims, chunk);
-    H5Pset_shuffle(dcpl);
-    H5Pset_deflate(dcpl, 4);
-  }
   hid_t ds = H5Dcreate2(f, path, filetype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
   int rc = RD_OK;
   if (ds < 0) {

@@ -1,6 +1,8 @@
 /* Progress lines on stderr. */
 #include "rmdiag/progress.h"
 
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -52,4 +54,17 @@ void rd_progress_end(rd_progress *p) {
     fprintf(p->fp, "\r%*s\r", 100, "");
     fflush(p->fp);
   }
+}
+
+void rd_timing_mark(int rank, const char *job, const char *phase) {
+  static double last = 0.0;
+  static int enabled = -1;
+  if (enabled < 0) {
+    const char *e = getenv("RMDIAG_TIMING");
+    enabled = e && strcmp(e, "0") != 0;
+  }
+  if (!enabled || rank != 0) return;
+  double t = rd_now();
+  if (last > 0.0 && phase) fprintf(stderr, "[timing] %s: %-24s %8.4f s\n", job, phase, t - last);
+  last = t;
 }

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 void rd_status_init(rd_status *st) {
   st->code = RD_OK;
@@ -41,5 +42,20 @@ void *rd_malloc(size_t n, rd_status *st, const char *what) {
 void *rd_calloc(size_t n, size_t size, rd_status *st, const char *what) {
   void *p = calloc(n ? n : 1, size ? size : 1);
   if (!p) rd_fail(st, RD_EFAIL, "out of memory allocating %zu x %zu bytes for %s", n, size, what);
+  return p;
+}
+
+void *rd_malloc_big(size_t n, rd_status *st, const char *what) {
+  const size_t huge = (size_t)2 << 20;
+  if (n < 2 * huge) return rd_malloc(n, st, what);
+  void *p = NULL;
+  size_t rounded = (n + huge - 1) / huge * huge;
+  if (posix_memalign(&p, huge, rounded) != 0) {
+    rd_fail(st, RD_EFAIL, "out of memory allocating %zu bytes for %s", n, what);
+    return NULL;
+  }
+#ifdef MADV_HUGEPAGE
+  madvise(p, rounded, MADV_HUGEPAGE);
+#endif
   return p;
 }

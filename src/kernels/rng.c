@@ -21,3 +21,36 @@ void rd_stream_init(rd_stream *s, int64_t seed, const char *job, const char *pur
   s->key[0] = (uint32_t)d[0] | (uint32_t)d[1] << 8 | (uint32_t)d[2] << 16 | (uint32_t)d[3] << 24;
   s->key[1] = (uint32_t)d[4] | (uint32_t)d[5] << 8 | (uint32_t)d[6] << 16 | (uint32_t)d[7] << 24;
 }
+
+/* Philox rounds written out for a batch of consecutive blocks, so the compiler vectorizes across
+ * blocks; the values are those of rd_philox4x32_10. */
+__attribute__((target_clones("avx512f", "avx2", "default")))
+static void below_fill_blocks(uint32_t k0, uint32_t k1, uint32_t rep_lo, uint32_t rep_hi, uint32_t first,
+                              uint32_t nblocks, uint32_t n, uint32_t *restrict out) {
+  for (size_t i = 0; i < (size_t)nblocks; i++) {
+    uint32_t c0 = first + (uint32_t)i, c1 = 0, c2 = rep_lo, c3 = rep_hi;
+#define PHILOX_ROUND(r)                                                                                \
+  do {                                                                                                 \
+    uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;                         \
+    uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ (k0 + (uint32_t)(r) * 0x9E3779B9u);                     \
+    uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3 ^ (k1 + (uint32_t)(r) * 0xBB67AE85u);                     \
+    c1 = (uint32_t)p1;                                                                                 \
+    c3 = (uint32_t)p0;                                                                                 \
+    c0 = n0;                                                                                           \
+    c2 = n2;                                                                                           \
+  } while (0)
+    PHILOX_ROUND(0); PHILOX_ROUND(1); PHILOX_ROUND(2); PHILOX_ROUND(3); PHILOX_ROUND(4);
+    PHILOX_ROUND(5); PHILOX_ROUND(6); PHILOX_ROUND(7); PHILOX_ROUND(8); PHILOX_ROUND(9);
+#undef PHILOX_ROUND
+    /* words (c1:c0) and (c3:c2) → [0, n) as rd_below32 does */
+    out[2 * i] = (uint32_t)(((uint64_t)c1 * n + (((uint64_t)c0 * n) >> 32)) >> 32);
+    out[2 * i + 1] = (uint32_t)(((uint64_t)c3 * n + (((uint64_t)c2 * n) >> 32)) >> 32);
+  }
+}
+
+void rd_rng_below_fill(const rd_stream *s, uint64_t rep, uint64_t n, int64_t count, uint32_t *out) {
+  /* blocks with a counter word 0 below 2^32 in one batch (count < 2^33 draws); `out` holds an
+   * even number of entries (count rounded up) */
+  uint32_t nblocks = (uint32_t)((count + 1) / 2);
+  below_fill_blocks(s->key[0], s->key[1], (uint32_t)rep, (uint32_t)(rep >> 32), 0, nblocks, (uint32_t)n, out);
+}

@@ -2,6 +2,7 @@
 #include "rmdiag/stats.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,7 +44,60 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-void rd_sort_doubles(double *x, size_t n) { qsort(x, n, sizeof *x, cmp_double); }
+/* Doubles as unsigned keys in the same order: flip all bits of negatives, the sign of others. */
+static inline uint64_t dkey(double d) {
+  uint64_t u;
+  memcpy(&u, &d, sizeof u);
+  return (u >> 63) ? ~u : (u | 0x8000000000000000ull);
+}
+
+static inline double dval(uint64_t k) {
+  uint64_t u = (k >> 63) ? (k & 0x7fffffffffffffffull) : ~k;
+  double d;
+  memcpy(&d, &u, sizeof d);
+  return d;
+}
+
+/* LSD radix sort on 11-bit digits (6 passes, a pass skipped when one bucket holds every key);
+ * small inputs go to qsort. -0.0 sorts before +0.0, which compare equal anyway. */
+void rd_sort_doubles(double *x, size_t n) {
+  if (n < 512) {
+    qsort(x, n, sizeof *x, cmp_double);
+    return;
+  }
+  uint64_t *a = malloc(sizeof(uint64_t) * n), *b = malloc(sizeof(uint64_t) * n);
+  uint32_t(*hist)[2048] = calloc(6, sizeof *hist);
+  if (!a || !b || !hist) {
+    free(a);
+    free(b);
+    free(hist);
+    qsort(x, n, sizeof *x, cmp_double);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    uint64_t k = dkey(x[i]);
+    a[i] = k;
+    for (int p = 0; p < 6; p++) hist[p][(k >> (11 * p)) & 2047]++;
+  }
+  for (int p = 0; p < 6; p++) {
+    uint32_t *h = hist[p];
+    if (h[(a[0] >> (11 * p)) & 2047] == n) continue;  /* every key has this digit */
+    uint32_t sum = 0;
+    for (int d = 0; d < 2048; d++) {
+      uint32_t c = h[d];
+      h[d] = sum;
+      sum += c;
+    }
+    for (size_t i = 0; i < n; i++) b[h[(a[i] >> (11 * p)) & 2047]++] = a[i];
+    uint64_t *t = a;
+    a = b;
+    b = t;
+  }
+  for (size_t i = 0; i < n; i++) x[i] = dval(a[i]);
+  free(a);
+  free(b);
+  free(hist);
+}
 
 static inline void swap_d(double *a, double *b) {
   double t = *a;
@@ -107,6 +161,21 @@ void rd_quantiles_inplace(double *work, size_t n, const double *q, size_t nq, do
   }
 }
 
+void rd_quantiles_sorted(const double *x, size_t n, const double *q, size_t nq, double *out) {
+  for (size_t j = 0; j < nq; j++) {
+    if (n == 0) {
+      out[j] = NAN;
+      continue;
+    }
+    double h = (double)(n - 1) * q[j];
+    size_t k = (size_t)floor(h);
+    if (k > n - 1) k = n - 1;
+    double g = h - (double)k;
+    double a = x[k], b = k + 1 < n ? x[k + 1] : a;
+    out[j] = (g == 0.0) ? a : lerp_numpy(a, b, g);
+  }
+}
+
 double rd_quantile_inplace(double *work, size_t n, double q) {
   double v;
   rd_quantiles_inplace(work, n, &q, 1, &v);
@@ -156,7 +225,8 @@ int rd_summarize(const double *x, size_t n, rd_summary *s) {
   rd_mean_sd(w, m, &s->mean, &s->sd);
   static const double qs[5] = {0.05, 0.25, 0.5, 0.75, 0.95};
   double out[5];
-  rd_quantiles_inplace(w, m, qs, 5, out);
+  rd_sort_doubles(w, m);
+  rd_quantiles_sorted(w, m, qs, 5, out);
   s->q05 = out[0];
   s->q25 = out[1];
   s->median = out[2];

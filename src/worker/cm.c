@@ -12,6 +12,7 @@
 #include "rmdiag/h5out.h"
 #include "rmdiag/idmap.h"
 #include "rmdiag/jsonutil.h"
+#include "rmdiag/scan.h"
 #include "rmdiag/kind.h"
 #include "rmdiag/progress.h"
 #include "rmdiag/rng.h"
@@ -206,13 +207,61 @@ static int users_read(hid_t f, const rd_job *job, const cm_layout *L, cm_users *
       rc = ids ? rd_h5_read_int_rows(f, job->input, &L->user, 0, P, ids, st) : st->code;
     }
   }
+  /* integer ids: an open-addressing table keyed by the id (the common case, and the hot one),
+   * doubled when half full; a new id also goes into the general map, which numbers users in
+   * order of first appearance and keeps their labels */
+  size_t cap = 4096, used = 0;
+  int64_t *tkey = is_string ? NULL : malloc(sizeof(int64_t) * cap);
+  int32_t *tval = is_string ? NULL : malloc(sizeof(int32_t) * cap);
+  if (!is_string && (!tkey || !tval)) rc = rd_fail(st, RD_EFAIL, "out of memory numbering users");
+  for (size_t i = 0; tval && i < cap; i++) tval[i] = -1;
   for (int64_t p = 0; rc == RD_OK && p < P; p++) {
-    int64_t id = is_string ? rd_idmap_get(&m, sbuf + soff[p], strlen(sbuf + soff[p]), NULL)
-                           : rd_idmap_get(&m, &ids[p], sizeof ids[p], NULL);
+    int64_t id;
+    if (is_string) {
+      id = rd_idmap_get(&m, sbuf + soff[p], strlen(sbuf + soff[p]), NULL);
+    } else {
+      size_t s = (size_t)(((uint64_t)ids[p] * 0x9E3779B97F4A7C15ull) >> 20) & (cap - 1);
+      while (tval[s] >= 0 && tkey[s] != ids[p]) s = (s + 1) & (cap - 1);
+      if (tval[s] >= 0) {
+        id = tval[s];
+      } else {
+        id = rd_idmap_get(&m, &ids[p], sizeof ids[p], NULL);
+        if (id < 0 || id > INT32_MAX) goto numbered;
+        tkey[s] = ids[p];
+        tval[s] = (int32_t)id;
+        if (2 * ++used > cap) {
+          size_t ncap = 2 * cap;
+          int64_t *nk = malloc(sizeof(int64_t) * ncap);
+          int32_t *nv = malloc(sizeof(int32_t) * ncap);
+          if (!nk || !nv) {
+            free(nk);
+            free(nv);
+            id = -1;
+            goto numbered;
+          }
+          for (size_t i = 0; i < ncap; i++) nv[i] = -1;
+          for (size_t i = 0; i < cap; i++) {
+            if (tval[i] < 0) continue;
+            size_t t = (size_t)(((uint64_t)tkey[i] * 0x9E3779B97F4A7C15ull) >> 20) & (ncap - 1);
+            while (nv[t] >= 0) t = (t + 1) & (ncap - 1);
+            nk[t] = tkey[i];
+            nv[t] = tval[i];
+          }
+          free(tkey);
+          free(tval);
+          tkey = nk;
+          tval = nv;
+          cap = ncap;
+        }
+      }
+    }
+  numbered:
     if (id < 0) rc = rd_fail(st, RD_EFAIL, "out of memory numbering users");
     else if (id > INT32_MAX) rc = rd_fail(st, RD_EINPUT, "%s: more than 2^31 users", job->input);
     else u->of_pair[p] = (int32_t)id;
   }
+  free(tkey);
+  free(tval);
   if (rc == RD_OK) {
     u->U = m.n;
     u->label_off = rd_malloc(sizeof(int64_t) * (size_t)(u->U + 1), st, "user labels");
@@ -283,9 +332,9 @@ static int rows_read(const rd_ctx *ctx, hid_t f, const rd_job *job, const cm_lay
   (void)ctx;
   int64_t n = w->hi - w->lo, R = L->R;
   size_t es = L->ftype == RD_F32 ? sizeof(float) : sizeof(double);
-  w->rc = rd_malloc((size_t)(n * R) * es, st, "reward_chosen rows");
-  w->rr = w->rc ? rd_malloc((size_t)(n * R) * es, st, "reward_rejected rows") : NULL;
-  w->flag = w->rr ? rd_malloc((size_t)(n * R), st, "in_train rows") : NULL;
+  w->rc = rd_malloc_big((size_t)(n * R) * es, st, "reward_chosen rows");
+  w->rr = w->rc ? rd_malloc_big((size_t)(n * R) * es, st, "reward_rejected rows") : NULL;
+  w->flag = w->rr ? rd_malloc_big((size_t)(n * R), st, "in_train rows") : NULL;
   if (!w->flag) return st->code;
   /* in_train first: its bad values get keys (element * 3 + 2), after which the reward checks
    * keep whichever bad element comes first (rewards before flags within an element). */
@@ -298,14 +347,13 @@ static int rows_read(const rd_ctx *ctx, hid_t f, const rd_job *job, const cm_lay
   for (int which = 0; which < 2; which++) {
     const rd_dsinfo *ds = which ? &L->rr : &L->rc;
     const void *buf = which ? w->rr : w->rc;
-    for (int64_t i = 0; i < n * R; i++) {
+    int64_t i = L->ftype == RD_F32 ? rd_first_nonfinite_f32(buf, n * R) : rd_first_nonfinite_f64(buf, n * R);
+    if (i >= 0) {
       double v = L->ftype == RD_F32 ? (double)((const float *)buf)[i] : ((const double *)buf)[i];
-      if (!isfinite(v)) {
-        int64_t p = w->lo + i / R, r = i % R;
-        rd_fail_at(st, RD_EINPUT, (p * R + r) * 3 + which, "%s: %s[%lld, %lld] = %g (pair %lld, run %lld), expected a finite reward",
-                   job->input, ds->path, (long long)p, (long long)r, v, (long long)p, (long long)r);
-        break;
-      }
+      int64_t p = w->lo + i / R, r = i % R;
+      rd_fail_at(st, RD_EINPUT, (p * R + r) * 3 + which,
+                 "%s: %s[%lld, %lld] = %g (pair %lld, run %lld), expected a finite reward", job->input, ds->path,
+                 (long long)p, (long long)r, v, (long long)p, (long long)r);
     }
   }
   return st->code;
@@ -369,33 +417,25 @@ static double *user_sums(const cm_users *u, int64_t P, const double *tm, const d
  * over all pairs of the drawn users (duplicates counted) = Σ sums / Σ counts. */
 static void bootstrap_block(const rd_stream *s, const double *F, int64_t U, int64_t b0, int64_t b1, double *out,
                             rd_progress *prog) {
+  uint32_t *idx = malloc(sizeof(uint32_t) * (size_t)(U + 1));
+  if (!idx) abort();
   for (int64_t b = b0; b < b1; b++) {
+    /* draw j of replicate b picks user rd_rng_below(s, b, j, U) */
+    rd_rng_below_fill(s, (uint64_t)b, (uint64_t)U, U, idx);
     double acc[6] = {0, 0, 0, 0, 0, 0};
-    uint32_t ctr[4] = {0, 0, (uint32_t)b, (uint32_t)((uint64_t)b >> 32)}, words[4] = {0, 0, 0, 0};
     for (int64_t j = 0; j < U; j++) {
-      /* draw j is the 64-bit word j of replicate b (rd_rng_below, inlined two draws per block) */
-      if ((j & 1) == 0) {
-        ctr[0] = (uint32_t)((uint64_t)j >> 1);
-        ctr[1] = (uint32_t)((uint64_t)j >> 33);
-        rd_philox4x32_10(ctr, s->key, words);
-      }
-      uint64_t w64 = (j & 1) ? ((uint64_t)words[3] << 32 | words[2]) : ((uint64_t)words[1] << 32 | words[0]);
-      uint64_t k = (uint64_t)(((unsigned __int128)w64 * (uint64_t)U) >> 64);
-      const double *row = F + k * 6;
+      const double *row = F + (size_t)idx[j] * 6;
       for (int q = 0; q < 6; q++) acc[q] += row[q];
     }
     double *o = out + (b - b0) * 3;
     for (int q = 0; q < 3; q++) o[q] = acc[2 * q + 1] > 0 ? acc[2 * q] / acc[2 * q + 1] : NAN;
     if (prog) rd_progress_update(prog, b - b0 + 1);
   }
+  free(idx);
 }
 
 /* ---- strata ------------------------------------------------------------------------------- */
 
-static int cmp_dbl(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 /* Appends the strata entries of one covariate to `list`; returns the count of excluded pairs. */
 static int64_t strata_one(const cm_stratum *sp, const double *cov, int64_t P, const double *tm, const double *tg,
@@ -414,17 +454,21 @@ static int64_t strata_one(const cm_stratum *sp, const double *cov, int64_t P, co
   if (sp->bins > 0) {
     int64_t K = sp->bins;
     edges = malloc(sizeof(double) * (size_t)(K + 1));
-    for (int64_t i = 0; i <= K; i++) edges[i] = rd_quantile_inplace(fin, (size_t)nf, (double)i / (double)K);
+    rd_sort_doubles(fin, (size_t)nf);
+    for (int64_t i = 0; i <= K; i++) {
+      double q = (double)i / (double)K;
+      rd_quantiles_sorted(fin, (size_t)nf, &q, 1, &edges[i]);
+    }
     int64_t ne = 1;
     for (int64_t i = 1; i <= K; i++)
       if (edges[i] != edges[ne - 1]) edges[ne++] = edges[i];  /* duplicate edges merge */
     nb = ne > 1 ? ne - 1 : 1;
     if (ne == 1) edges[1] = edges[0];
   } else {
-    qsort(fin, (size_t)nf, sizeof *fin, cmp_dbl);
+    rd_sort_doubles(fin, (size_t)nf);
     int64_t nu = 0;
     for (int64_t i = 0; i < nf; i++)
-      if (nu == 0 || fin[i] != fin[nu - 1]) fin[nu++] = fin[i];
+      if (nu == 0 || fin[i] != fin[nu - 1]) fin[nu++] = fin[i] == 0.0 ? 0.0 : fin[i];
     nb = nu;
     edges = fin;  /* the categories */
     fin = NULL;
@@ -596,6 +640,7 @@ static int cm_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd
   hid_t f = H5I_INVALID_HID;
   rd_progress prog;
 
+  rd_timing_mark(ctx->rank, job->name, NULL);
   /* Phase 1 (rank 0): layout, users and covariates. */
   if (ctx->rank == 0) {
     if (rd_h5_open(job->input, MPI_COMM_NULL, &f, st) == RD_OK) {
@@ -614,6 +659,7 @@ static int cm_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd
   RD_MPI_CHECK(ctx, MPI_Bcast(dims, 3, MPI_LONG_LONG, 0, ctx->comm));
   users_share(ctx, dims[0], &u, st);
 
+  rd_timing_mark(ctx->rank, job->name, "users+covariates");
   /* Phase 2 (every rank): open in parallel, read and check the rank's blocks. */
   if (rd_h5_open(job->input, ctx->comm, &f, st) == RD_OK) {
     free(L.cov);
@@ -624,9 +670,11 @@ static int cm_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd
     }
   }
   if (rd_agree(ctx, st) != RD_OK) goto done;
+  rd_timing_mark(ctx->rank, job->name, "read+check values");
   check_split(ctx, job, &L, &u, &w, st);
   if (rd_agree(ctx, st) != RD_OK) goto done;
 
+  rd_timing_mark(ctx->rank, job->name, "user split check");
   /* Phase 3: per-pair TM and TG with the backend kernel. */
   int64_t n = w.hi - w.lo;
   tm = malloc(sizeof(double) * (size_t)(n ? n : 1));
@@ -646,6 +694,7 @@ static int cm_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd
   rows_free(&w);
   memset(&w, 0, sizeof w);
 
+  rd_timing_mark(ctx->rank, job->name, "pair kernel");
   /* Phase 4: gather per-pair values on rank 0 in pair order; per-user sums for the bootstrap. */
   int64_t P = L.P;
   if (ctx->rank == 0) {
@@ -667,6 +716,7 @@ static int cm_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd
   if (!F) rd_abort(ctx, __FILE__, __LINE__, "out of memory for user sums");
   rd_bcast_bytes(ctx, F, sizeof(double) * (size_t)u.U * 6, 0);
 
+  rd_timing_mark(ctx->rank, job->name, "gather+user sums");
   /* Phase 5: bootstrap replicates spread over ranks by index. */
   int64_t B = o->bootstrap, b0, b1;
   rd_split_range(B, ctx->size, ctx->rank, &b0, &b1);
@@ -682,11 +732,14 @@ static int cm_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd
     rd_gather_rows(ctx, boot_mine, boot_all, B, 1, 3 * sizeof(double));
   }
 
+  rd_timing_mark(ctx->rank, job->name, "bootstrap");
   /* Phase 6 (rank 0): summaries and outputs. */
   if (ctx->rank == 0) {
-    if (cm_report(job, &L, &u, tm_all, tg_all, cm_all, F, boot_all, B, covs, &out->result, st) == RD_OK)
+    if (cm_report(job, &L, &u, tm_all, tg_all, cm_all, F, boot_all, B, covs, &out->result, st) == RD_OK &&
+        (rd_timing_mark(ctx->rank, job->name, "summaries"), 1))
       cm_write_h5(out->h5, P, L.R, tm_all, tg_all, cm_all, ntr_all, st);
   }
+  rd_timing_mark(ctx->rank, job->name, "write h5");
   rd_share_status(ctx, st, 0);
 
 done:

@@ -1,0 +1,30 @@
+/* Vectorized input scans (see scan.h): blocks are tested with a branch-free OR over the
+ * exponent bits; the first offending block is then searched element by element. */
+#include "rmdiag/scan.h"
+
+#include <string.h>
+
+#define SCAN_BLOCK 4096
+
+#define FIRST_NONFINITE(NAME, T, U, EXP)                                         \
+  int64_t NAME(const T *x, int64_t n) {                                          \
+    for (int64_t b = 0; b < n; b += SCAN_BLOCK) {                                \
+      int64_t e = b + SCAN_BLOCK < n ? b + SCAN_BLOCK : n;                       \
+      U any = 0;                                                                 \
+      for (int64_t i = b; i < e; i++) {                                          \
+        U u;                                                                     \
+        memcpy(&u, &x[i], sizeof u);                                             \
+        any |= (U)((u & EXP) == EXP);                                            \
+      }                                                                          \
+      if (!any) continue;                                                        \
+      for (int64_t i = b; i < e; i++) {                                          \
+        U u;                                                                     \
+        memcpy(&u, &x[i], sizeof u);                                             \
+        if ((u & EXP) == EXP) return i;                                          \
+      }                                                                          \
+    }                                                                            \
+    return -1;                                                                   \
+  }
+
+FIRST_NONFINITE(rd_first_nonfinite_f32, float, uint32_t, 0x7f800000u)
+FIRST_NONFINITE(rd_first_nonfinite_f64, double, uint64_t, 0x7ff0000000000000ull)
