@@ -112,14 +112,14 @@ int rd_h5_write_strings(hid_t f, const char *path, int64_t n, const char *const 
 }
 
 int rd_h5_write_attr_string(hid_t f, const char *obj_path, const char *name, const char *value, rd_status *st) {
+  /* variable-length UTF-8, which h5py reads back as str */
   hid_t t = H5Tcopy(H5T_C_S1);
-  H5Tset_size(t, strlen(value) + 1);
-  H5Tset_strpad(t, H5T_STR_NULLTERM);
+  H5Tset_size(t, H5T_VARIABLE);
   H5Tset_cset(t, H5T_CSET_UTF8);
   hid_t space = H5Screate(H5S_SCALAR);
   hid_t a = H5Acreate_by_name(f, obj_path, name, t, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   int rc = RD_OK;
-  if (a < 0 || H5Awrite(a, t, value) < 0) rc = rd_fail(st, RD_EFAIL, "cannot write attribute %s on %s", name, obj_path);
+  if (a < 0 || H5Awrite(a, t, &value) < 0) rc = rd_fail(st, RD_EFAIL, "cannot write attribute %s on %s", name, obj_path);
   if (a >= 0) H5Aclose(a);
   H5Sclose(space);
   H5Tclose(t);

@@ -193,8 +193,9 @@ int rd_wilson(double k, double n, double *lo, double *hi) {
   double center = (p + z2 / (2.0 * n)) / denom;
   double half = z * sqrt(p * (1.0 - p) / n + z2 / (4.0 * n * n)) / denom;
   double l = center - half, h = center + half;
-  *lo = l < 0.0 ? 0.0 : (l > 1.0 ? 1.0 : l);
-  *hi = h < 0.0 ? 0.0 : (h > 1.0 ? 1.0 : h);
+  /* the bounds are exactly 0 at k = 0 and 1 at k = n; the formula can miss them by an ulp */
+  *lo = (k <= 0.0 || l < 0.0) ? 0.0 : (l > 1.0 ? 1.0 : l);
+  *hi = (k >= n || h > 1.0) ? 1.0 : (h < 0.0 ? 0.0 : h);
   return 1;
 }
 
