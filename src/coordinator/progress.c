@@ -18,6 +18,13 @@ double rd_now(void) {
 #define PROGRESS_TTY_EVERY 0.1
 #define PROGRESS_LOG_EVERY 10.0
 
+/* RMDIAG_PROGRESS_SECONDS overrides the first delay and the log interval (tests, slow jobs). */
+static double every_override(void) {
+  const char *e = getenv("RMDIAG_PROGRESS_SECONDS");
+  double v = e ? atof(e) : 0.0;
+  return v > 0.0 ? v : 0.0;
+}
+
 void rd_progress_begin(rd_progress *p, FILE *fp, const char *job, const char *phase, int64_t total) {
   p->fp = fp;
   p->job = job;
@@ -30,9 +37,9 @@ void rd_progress_begin(rd_progress *p, FILE *fp, const char *job, const char *ph
 
 void rd_progress_update(rd_progress *p, int64_t done) {
   if (!p->fp) return;
-  double t = rd_now();
-  if (t - p->t_start < PROGRESS_DELAY) return;
-  if (t - p->t_last < (p->tty ? PROGRESS_TTY_EVERY : PROGRESS_LOG_EVERY) && p->shown) return;
+  double t = rd_now(), o = every_override();
+  if (t - p->t_start < (o > 0.0 ? o : PROGRESS_DELAY)) return;
+  if (t - p->t_last < (p->tty ? PROGRESS_TTY_EVERY : (o > 0.0 ? o : PROGRESS_LOG_EVERY)) && p->shown) return;
   p->t_last = t;
   p->shown = 1;
   double frac = p->total > 0 ? (double)done / (double)p->total : 0.0;

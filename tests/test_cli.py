@@ -1,0 +1,43 @@
+"""The command line: help and version, usage errors (exit 2), validate (checks everything,
+writes nothing), and the backend choice on a machine without a GPU."""
+from rdtest import *
+
+d = scratch("cli")
+code, out, err = run(["--help"])
+check(code == 0 and "rmdiag run JOB.json" in out and "rmdiag validate" in out and "import" in out, "--help")
+code, out, err = run(["--version"])
+check(code == 0 and out.startswith("rmdiag "), "--version")
+for args, needle in ((["frobnicate"], 'unknown command "frobnicate"'), ([], "missing command"),
+                     (["run"], "missing JOB.json"), (["run", "a.json", "b.json"], 'unexpected argument "b.json"'),
+                     (["run", "a.json", "--fast"], "unknown option --fast"),
+                     (["run", "a.json", "--backend", "tpu"], "--backend must be auto, cpu or cuda"),
+                     (["run", "a.json", "--backend"], "option --backend needs a value"),
+                     (["run", os.path.join(d, "none.json")], "cannot read the job file")):
+    code, out, err = run(args)
+    check(code == 2 and needle in err, f"{args}: exit {code}, message {err.strip()!r} should contain {needle!r}")
+
+rng = np.random.default_rng(0)
+users = rng.integers(0, 10, 100)
+write_cm(os.path.join(d, "in.h5"), rng.normal(size=(100, 3)), rng.normal(size=(100, 3)),
+         (rng.random((10, 3)) < 0.5)[users].astype(np.uint8), users)
+jp = write_job(os.path.join(d, "job.json"), [{"name": "v", "kind": "cm", "input": "in.h5"}], output_dir="vout")
+code, out, err = run(["validate", jp], ranks=2)
+check(code == 0 and "1 job valid" in out, f"validate ok: {out} {err}")
+check(not os.path.exists(os.path.join(d, "vout")), "validate writes nothing")
+jpb = write_job(os.path.join(d, "bad.json"), [{"name": "v", "kind": "cm", "input": "in.h5", "group": "/nope"}],
+                output_dir="vout")
+code, out, err = run(["validate", jpb])
+check(code == 2 and "group /nope is missing" in err, f"validate finds a missing group: {err}")
+
+code, out, err = run(["run", jp, "--backend", "auto"])
+rep = load_report(os.path.join(d, "vout", "v.json"))
+check(code == 0 and rep["rmdiag"]["backend"] in ("cpu", "cuda"), "auto picks a backend")
+gpu = rep["rmdiag"]["backend"] == "cuda"
+code, out, err = run(["run", jp, "--backend", "cuda"])
+if gpu:
+    check(code == 0, "explicit cuda on a GPU machine")
+else:
+    check(code in (1, 2) and ("no usable GPU" in err or "built without CUDA" in err),
+          f"explicit --backend cuda without a GPU fails clearly: {code} {err}")
+    print("no GPU here: the auto backend fell back to the CPU")
+done()

@@ -1,0 +1,151 @@
+"""Bad inputs: each must exit with status 2, print one message that names the problem (file,
+dataset or key, index, what was expected), and leave no output file behind. Errors found inside
+the parallel phases name the lowest offending index, whichever rank found it."""
+import os
+
+from rdtest import *
+
+d = scratch("cm_bad")
+rng = np.random.default_rng(1)
+P, R = 10000, 3
+users = rng.integers(0, 400, P)
+split = rng.random((400, R)) < 0.5
+base = dict(rc=rng.normal(size=(P, R)), rr=rng.normal(size=(P, R)), flags=split[users].astype(np.uint8), user=users)
+
+
+def case(name, job_extra=None, mutate=None, raw_job=None, ranks=(0,), expect=(), inp="in.h5", make_input=True):
+    """Writes the input (mutated), runs it with each rank count, asserts exit 2, the message and
+    that the output folder stays empty; returns the messages."""
+    cd = os.path.join(d, name)
+    os.makedirs(cd, exist_ok=True)
+    if make_input:
+        a = {k: np.array(v, copy=True) for k, v in base.items()}
+        if mutate:
+            mutate(a)
+        write_cm(os.path.join(cd, "in.h5"), a["rc"], a["rr"], a["flags"], a["user"])
+    jp = os.path.join(cd, "job.json")
+    if raw_job is not None:
+        with open(jp, "w") as f:
+            f.write(raw_job)
+    else:
+        job = {"name": "bad", "kind": "cm", "input": inp, "bootstrap": 10}
+        job.update(job_extra or {})
+        write_job(jp, [job], output_dir="out")
+    msgs = []
+    for n in ranks:
+        code, out, err = run(["run", jp], ranks=n)
+        check(code == 2, f"{name} ({n} ranks): exit status {code}, expected 2 ({err.strip()})")
+        lines = [l for l in err.splitlines() if l.startswith("rmdiag: error:")]
+        check(len(lines) == 1, f"{name} ({n} ranks): exactly one error line, got {len(lines)}: {err!r}")
+        for e in expect:
+            check(e in err, f"{name} ({n} ranks): message should contain {e!r}: {err.strip()}")
+        check(outputs_in(os.path.join(cd, "out")) == [], f"{name} ({n} ranks): no output written "
+              f"({outputs_in(os.path.join(cd, 'out'))})")
+        msgs.append("\n".join(lines))
+    return msgs
+
+
+case("malformed_json", raw_job='{"output_dir": "out",\n  "jobs": [ {"name": "x" ]}', make_input=False,
+     expect=["job.json: malformed JSON at line 2"])
+case("unknown_key", job_extra={"bootstraps": 5}, expect=['jobs[0] ("bad"): unknown key "bootstraps"'])
+case("wrong_type", job_extra={"bootstrap": "many"}, expect=['"bootstrap" must be an integer, got a string'])
+case("missing_input", inp="nope.h5", make_input=False, expect=["nope.h5", "No such file"])
+
+
+def drop(name):
+    def m(a):
+        a.pop(name)
+    return m
+
+
+# missing dataset: write a file without reward_rejected
+cd = os.path.join(d, "missing_dataset")
+os.makedirs(cd, exist_ok=True)
+with h5py.File(os.path.join(cd, "in.h5"), "w") as f:
+    f["cm/reward_chosen"] = base["rc"]
+    f["cm/in_train"] = base["flags"]
+    f["cm/user"] = base["user"]
+case("missing_dataset", make_input=False, expect=["in.h5: dataset /cm/reward_rejected is missing"])
+
+
+def shape(a):
+    a["rr"] = a["rr"][:, :2]
+
+
+case("shape_mismatch", mutate=shape, expect=["/cm/reward_rejected has shape [10000, 2]", "[10000, 3]"])
+
+
+def nan_reward(a):
+    a["rc"][7000, 1] = np.nan
+
+
+msgs = case("nan_reward", mutate=nan_reward, ranks=(0, 3),
+            expect=["/cm/reward_chosen[7000, 1] = nan", "expected a finite reward"])
+check(msgs[0] == msgs[1], "NaN message identical for 1 and 3 ranks")
+
+
+def flag2(a):
+    a["flags"][8500, 2] = 2
+
+
+case("in_train_2", mutate=flag2, ranks=(0, 4), expect=["/cm/in_train[8500, 2] = 2, expected 0 or 1"])
+
+
+def lowest(a):
+    a["flags"][9000, 0] = 5      # rank 3 of 4
+    a["rr"][7000, 2] = np.inf    # rank 2 of 4: the lower index wins
+
+
+msgs = case("lowest_index", mutate=lowest, ranks=(0, 4), expect=["/cm/reward_rejected[7000, 2] = inf"])
+check(msgs[0] == msgs[1], "lowest-index message identical for 1 and 4 ranks")
+
+
+def split_bad(a):
+    u = a["user"]
+    for p in (4500, 9000):       # rank 1 and rank 3 of 4 (blocks of 2048 pairs)
+        a["flags"][p, 1] = 1 - a["flags"][p, 1]
+
+
+msgs = case("user_split", mutate=split_bad, ranks=(0, 4), expect=["is split inconsistently in run 1: pair 4500"])
+first = int(np.flatnonzero(base["user"] == base["user"][4500])[0])
+check(f"pair {first} (the user's first pair)" in msgs[0] and f"user {base['user'][4500]}" in msgs[0],
+      f"split message names the user and the user's first pair {first}: {msgs[0]}")
+check(msgs[0] == msgs[1], "split message identical for 1 and 4 ranks")
+
+case("missing_covariate", job_extra={"strata": [{"covariate": "len", "bins": 3}]},
+     expect=['strata[0] names covariate "len"', "/cm/covariates/len is missing"])
+
+
+cd = os.path.join(d, "float_flags")
+os.makedirs(cd, exist_ok=True)
+with h5py.File(os.path.join(cd, "in.h5"), "w") as f:
+    f["cm/reward_chosen"] = base["rc"]
+    f["cm/reward_rejected"] = base["rr"]
+    f["cm/in_train"] = base["flags"].astype(np.float32)
+    f["cm/user"] = base["user"]
+case("float_flags", make_input=False, expect=["/cm/in_train has float type, expected uint8"])
+cd = os.path.join(d, "not_hdf5")
+os.makedirs(cd, exist_ok=True)
+with open(os.path.join(cd, "in.h5"), "w") as f:
+    f.write("run,pair\n")
+case("not_hdf5", make_input=False, expect=["in.h5: not an HDF5 file"])
+
+# An existing output made from another spec is not overwritten without --force.
+cd = os.path.join(d, "other_spec")
+os.makedirs(cd, exist_ok=True)
+write_cm(os.path.join(cd, "in.h5"), base["rc"], base["rr"], base["flags"], base["user"])
+jp = write_job(os.path.join(cd, "job.json"), [{"name": "j", "kind": "cm", "input": "in.h5", "bootstrap": 10}])
+code, _, err = run(["run", jp])
+check(code == 0, f"first run succeeds ({err})")
+before = {n: open(os.path.join(cd, "out", n), "rb").read() for n in outputs_in(os.path.join(cd, "out"))}
+check(sorted(before) == ["j.h5", "j.json"], f"outputs {sorted(before)}")
+jp = write_job(os.path.join(cd, "job.json"), [{"name": "j", "kind": "cm", "input": "in.h5", "bootstrap": 20}])
+code, _, err = run(["run", jp], ranks=2)
+check(code == 2, f"a different spec without --force exits 2 (got {code})")
+check("j.json exists and was made from a different job spec" in err and "--force" in err, f"message: {err}")
+after = {n: open(os.path.join(cd, "out", n), "rb").read() for n in outputs_in(os.path.join(cd, "out"))}
+check(after == before, "the earlier outputs are untouched, no temporary file left")
+code, _, err = run(["run", jp, "--force"], ranks=2)
+check(code == 0 and load_report(os.path.join(cd, "out", "j.json"))["rmdiag"]["options"]["bootstrap"] == 20,
+      "--force overwrites")
+done()

@@ -1,0 +1,77 @@
+"""Outputs: spec_sha256 in both files and stable; --resume skips a job made from the same spec;
+a changed input or option changes the spec; SIGTERM (preemption) leaves no half-written output,
+as a plain process and under mpiexec; progress lines appear on stderr for long work."""
+import signal
+import subprocess
+import time
+
+from rdtest import *
+
+d = scratch("outputs")
+rng = np.random.default_rng(2)
+P, R = 2000, 5
+users = rng.integers(0, 50, P)
+flags = (rng.random((50, R)) < 0.5)[users].astype(np.uint8)
+write_cm(os.path.join(d, "in.h5"), rng.normal(size=(P, R)), rng.normal(size=(P, R)), flags, users)
+jp = write_job(os.path.join(d, "job.json"), [{"name": "a", "kind": "cm", "input": "in.h5", "bootstrap": 50},
+                                             {"name": "b", "kind": "cm", "input": "in.h5", "bootstrap": 0}], seed=3)
+code, _, err = run(["run", jp])
+check(code == 0, f"first run ({err})")
+ra = load_report(os.path.join(d, "out", "a.json"))
+spec = ra["rmdiag"]["spec_sha256"]
+with h5py.File(os.path.join(d, "out", "a.h5")) as f:
+    check(f.attrs["spec_sha256"] == spec, "the .h5 carries the same spec_sha256")
+check(len(spec) == 64 and spec != load_report(os.path.join(d, "out", "b.json"))["rmdiag"]["spec_sha256"],
+      "jobs with different options have different specs")
+mtimes = {n: os.stat(os.path.join(d, "out", n)).st_mtime_ns for n in outputs_in(os.path.join(d, "out"))}
+code, _, err = run(["run", jp, "--resume"], ranks=2)
+check(code == 0 and err.count("is up to date (same spec), skipped") == 2, f"--resume skips both jobs: {err}")
+check({n: os.stat(os.path.join(d, "out", n)).st_mtime_ns for n in outputs_in(os.path.join(d, "out"))} == mtimes,
+      "skipped outputs untouched")
+code, _, err = run(["run", jp])
+check(code == 0 and load_report(os.path.join(d, "out", "a.json"))["rmdiag"]["spec_sha256"] == spec,
+      "same spec without --resume recomputes, same spec_sha256")
+os.remove(os.path.join(d, "out", "b.json"))
+code, _, err = run(["run", jp, "--resume"])
+check(code == 0 and "a is up to date" in err and "b (cm) done" in err, f"--resume redoes only the job without a report: {err}")
+os.utime(os.path.join(d, "in.h5"), None)                       # a newer input: a new spec
+code, _, err = run(["run", jp, "--resume"])
+check(code == 2 and "made from a different job spec" in err, f"touched input -> different spec, refused: {err}")
+code, _, err = run(["run", jp, "--resume", "--force"])
+check(code == 0 and load_report(os.path.join(d, "out", "a.json"))["rmdiag"]["spec_sha256"] != spec, "--force rewrites")
+jp2 = write_job(os.path.join(d, "job2.json"), [{"name": "a", "kind": "cm", "input": "in.h5", "bootstrap": 50}], seed=4)
+code, _, err = run(["run", jp2])
+check(code == 2 and "a.json exists and was made from a different job spec" in err, "another seed is another spec")
+
+# SIGTERM in the middle of a long job: no .json, no .h5, no temporary file.
+jp3 = write_job(os.path.join(d, "long.json"), [{"name": "long", "kind": "cm", "input": "in.h5",
+                                                "bootstrap": 20000000}], output_dir="out_long")
+for ranks in (0, 2):
+    cmd = [RMDIAG, "run", jp3, "--force"]
+    if ranks:
+        cmd = [MPIEXEC, "-n", str(ranks)] + cmd
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    folder = os.path.join(d, "out_long")
+    t0 = time.time()
+    while time.time() - t0 < 30 and not any(".tmp." in n for n in outputs_in(folder)):
+        time.sleep(0.05)
+    check(any(".tmp." in n for n in outputs_in(folder)), f"{ranks} ranks: the job started writing its temporary .h5")
+    time.sleep(0.3)
+    p.send_signal(signal.SIGTERM)
+    try:
+        p.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        check(False, f"{ranks} ranks: SIGTERM did not stop the job")
+    time.sleep(0.5)
+    check(p.returncode != 0, f"{ranks} ranks: interrupted job reports failure ({p.returncode})")
+    check(outputs_in(folder) == [], f"{ranks} ranks: nothing left after SIGTERM: {outputs_in(folder)}")
+
+# progress lines on stderr (not a terminal) for work longer than the interval
+jp4 = write_job(os.path.join(d, "prog.json"), [{"name": "prog", "kind": "cm", "input": "in.h5",
+                                                "bootstrap": 400000}], output_dir="out_prog")
+code, _, err = run(["run", jp4], env={"RMDIAG_PROGRESS_SECONDS": "0.05"})
+check(code == 0 and "[rmdiag] prog: bootstrap" in err and "%" in err, f"progress lines: {err[:300]}")
+code, _, err = run(["run", jp4, "--quiet", "--force"], env={"RMDIAG_PROGRESS_SECONDS": "0.05"})
+check(code == 0 and err == "", f"--quiet prints nothing: {err[:200]}")
+done()
