@@ -50,6 +50,18 @@ int rd_gather_rows(const rd_ctx *ctx, const void *mine, void *all, int64_t n_row
 int rd_allgather_rows(const rd_ctx *ctx, const void *mine, void *all, int64_t n_rows, int64_t block_rows,
                       size_t elem);
 
+/* Independent tasks spread over ranks. Each task returns a vector of doubles (malloc'd into
+ * *out); rank 0 receives every task's vector (results[k], lens[k]). Tasks go to ranks by
+ * longest-processing-time-first on the estimated `cost` (NULL: equal costs), computed the same
+ * way on every rank. Each task is computed entirely by one rank, so results do not depend on
+ * the rank count. Collective; a failing task's status is agreed like any phase. */
+typedef int (*rd_task_fn)(int64_t task, void *arg, double **out, int64_t *n_out, rd_status *st);
+int rd_run_tasks(const rd_ctx *ctx, int64_t n_tasks, const double *cost, rd_task_fn fn, void *arg,
+                 double ***results, int64_t **lens, rd_status *st);
+void rd_free_task_results(double **results, int64_t *lens, int64_t n_tasks);
+/* The rank of each task under the rule above (owner[k]). */
+void rd_assign_tasks(int64_t n_tasks, const double *cost, int size, int *owner);
+
 /* Aborts the communicator after printing a message: for failures inside collective I/O, where a
  * local recovery would leave other ranks waiting. */
 void rd_abort(const rd_ctx *ctx, const char *file, int line, const char *what) __attribute__((noreturn));

@@ -53,6 +53,20 @@ int rd_h5_read_int_rows(hid_t f, const char *file, const rd_dsinfo *info, int64_
  * naming the element (key = flat element index). */
 int rd_h5_read_flag_rows(hid_t f, const char *file, const rd_dsinfo *info, int64_t row0, int64_t nrows,
                          uint8_t *out, rd_status *st);
+/* Zero-copy rows: a contiguous, unfiltered dataset stored in the memory's own type (float32,
+ * float64, uint8 little-endian) can be mapped read-only from the file instead of copied, which
+ * spares the copy and the zeroing of fresh pages. The coordinator finds the data's file offset
+ * (rd_h5_contig_offset: 1 when the dataset qualifies and RMDIAG_NO_MMAP is unset) and workers map
+ * their rows without opening the HDF5 file (rd_map_rows); datasets that do not qualify are read
+ * with the functions above. */
+typedef struct rd_h5_map {
+  void *base;
+  size_t len;
+} rd_h5_map;
+int rd_h5_contig_offset(hid_t f, const rd_dsinfo *info, hid_t memtype, int64_t *offset);
+const void *rd_map_rows(const char *file, int64_t offset, int64_t row_bytes, int64_t row0, int64_t nrows, rd_h5_map *m);
+void rd_h5_unmap(rd_h5_map *m);
+
 /* A whole 1-D numeric dataset widened to double (integers converted exactly up to 2^53). */
 int rd_h5_read_numeric(hid_t f, const char *file, const rd_dsinfo *info, double *out, rd_status *st);
 /* A whole 1-D string dataset (fixed or variable length) as `n` NUL-terminated strings packed

@@ -115,3 +115,115 @@ int rd_allgather_rows(const rd_ctx *ctx, const void *mine, void *all, int64_t n_
                       size_t elem) {
   return gather_rows(ctx, mine, all, n_rows, block_rows, elem, 1);
 }
+
+static const double *sort_costs;
+static int by_cost_desc(const void *a, const void *b) {
+  int64_t i = *(const int64_t *)a, j = *(const int64_t *)b;
+  double ci = sort_costs ? sort_costs[i] : 1.0, cj = sort_costs ? sort_costs[j] : 1.0;
+  if (ci != cj) return ci > cj ? -1 : 1;
+  return (i > j) - (i < j);
+}
+
+void rd_assign_tasks(int64_t n_tasks, const double *cost, int size, int *owner) {
+  int64_t *order = malloc(sizeof(int64_t) * (size_t)(n_tasks ? n_tasks : 1));
+  double *load = calloc((size_t)size, sizeof *load);
+  if (!order || !load) abort();
+  for (int64_t k = 0; k < n_tasks; k++) order[k] = k;
+  sort_costs = cost;
+  qsort(order, (size_t)n_tasks, sizeof *order, by_cost_desc);
+  sort_costs = NULL;
+  for (int64_t i = 0; i < n_tasks; i++) {
+    int best = 0;
+    for (int r = 1; r < size; r++)
+      if (load[r] < load[best]) best = r;
+    owner[order[i]] = best;
+    load[best] += cost ? cost[order[i]] : 1.0;
+  }
+  free(order);
+  free(load);
+}
+
+int rd_run_tasks(const rd_ctx *ctx, int64_t n_tasks, const double *cost, rd_task_fn fn, void *arg,
+                 double ***results, int64_t **lens, rd_status *st) {
+  *results = NULL;
+  *lens = NULL;
+  int *owner = malloc(sizeof(int) * (size_t)(n_tasks ? n_tasks : 1));
+  if (!owner) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+  rd_assign_tasks(n_tasks, cost, ctx->size, owner);
+  /* this rank's tasks, packed as [length, values...] in task order */
+  double *pack = NULL;
+  int64_t npack = 0, cap = 0;
+  for (int64_t k = 0; k < n_tasks && st->code == RD_OK; k++) {
+    if (owner[k] != ctx->rank) continue;
+    double *out = NULL;
+    int64_t n = 0;
+    if (fn(k, arg, &out, &n, st) != RD_OK) {
+      free(out);
+      break;
+    }
+    if (npack + n + 1 > cap) {
+      cap = 2 * (npack + n + 1) + 64;
+      double *np = realloc(pack, sizeof(double) * (size_t)cap);
+      if (!np) rd_abort(ctx, __FILE__, __LINE__, "out of memory packing task results");
+      pack = np;
+    }
+    pack[npack++] = (double)n;
+    for (int64_t i = 0; i < n; i++) pack[npack++] = out[i];
+    free(out);
+  }
+  if (rd_agree(ctx, st) != RD_OK) {
+    free(pack);
+    free(owner);
+    return st->code;
+  }
+  if (npack > INT32_MAX) rd_abort(ctx, __FILE__, __LINE__, "task results too large");
+  int mine = (int)npack, *counts = NULL, *displs = NULL;
+  double *all = NULL;
+  if (ctx->rank == 0) {
+    counts = malloc(sizeof(int) * (size_t)ctx->size);
+    displs = malloc(sizeof(int) * (size_t)ctx->size);
+    if (!counts || !displs) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+  }
+  RD_MPI_CHECK(ctx, MPI_Gather(&mine, 1, MPI_INT, counts, 1, MPI_INT, 0, ctx->comm));
+  int64_t total = 0;
+  if (ctx->rank == 0) {
+    for (int r = 0; r < ctx->size; r++) {
+      displs[r] = (int)total;
+      total += counts[r];
+    }
+    if (total > INT32_MAX) rd_abort(ctx, __FILE__, __LINE__, "task results too large");
+    all = malloc(sizeof(double) * (size_t)(total ? total : 1));
+    if (!all) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+  }
+  RD_MPI_CHECK(ctx, MPI_Gatherv(pack, mine, MPI_DOUBLE, all, counts, displs, MPI_DOUBLE, 0, ctx->comm));
+  free(pack);
+  if (ctx->rank == 0) {
+    double **res = calloc((size_t)(n_tasks ? n_tasks : 1), sizeof *res);
+    int64_t *len = calloc((size_t)(n_tasks ? n_tasks : 1), sizeof *len);
+    int64_t *pos = malloc(sizeof(int64_t) * (size_t)ctx->size);
+    if (!res || !len || !pos) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+    for (int r = 0; r < ctx->size; r++) pos[r] = displs[r];
+    for (int64_t k = 0; k < n_tasks; k++) {
+      int64_t *p = &pos[owner[k]];
+      int64_t n = (int64_t)all[(*p)++];
+      res[k] = malloc(sizeof(double) * (size_t)(n ? n : 1));
+      if (!res[k]) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+      for (int64_t i = 0; i < n; i++) res[k][i] = all[(*p)++];
+      len[k] = n;
+    }
+    free(pos);
+    *results = res;
+    *lens = len;
+  }
+  free(all);
+  free(counts);
+  free(displs);
+  free(owner);
+  return RD_OK;
+}
+
+void rd_free_task_results(double **results, int64_t *lens, int64_t n_tasks) {
+  for (int64_t k = 0; results && k < n_tasks; k++) free(results[k]);
+  free(results);
+  free(lens);
+}

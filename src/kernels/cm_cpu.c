@@ -10,49 +10,76 @@
 
 double rd_sigmoid(double x) { return rd_sigmoid_fast(x); }
 
-/* σ of rc − rr for n elements: a flat loop the compiler vectorizes (for the widest vectors the
- * CPU has, chosen at load time); every lane computes the same bits as the scalar code. */
-#define SIGMOID_DIFF(T)                                                                       \
-  __attribute__((target_clones("avx512f", "avx2", "default")))                                \
-  static void sigmoid_diff_##T(const T *restrict rc, const T *restrict rr, double *restrict out, \
-                               int64_t n) {                                                   \
-    for (int64_t i = 0; i < n; i++) out[i] = rd_sigmoid_fast((double)rc[i] - (double)rr[i]);  \
+/* Pass 1, a flat loop the compiler vectorizes for the widest vectors the CPU has (chosen at
+ * load time); every lane computes the same bits as scalar code. It splits σ(rc − rr) into the
+ * train part (σ where in_train, else +0.0) and the held-out part (the rest). */
+#define SPLIT_SIGMOID(T)                                                                        \
+  __attribute__((target_clones("avx512f", "avx2", "default")))                                  \
+  static void split_sigmoid_##T(const T *restrict rc, const T *restrict rr, const uint8_t *restrict m, \
+                                double *restrict tin, double *restrict tout, int64_t n) {       \
+    for (int64_t i = 0; i < n; i++) {                                                           \
+      double p = rd_sigmoid_fast((double)rc[i] - (double)rr[i]);                                \
+      double t = m[i] ? p : 0.0;                                                                \
+      tin[i] = t;                                                                               \
+      tout[i] = p - t;                                                                          \
+    }                                                                                           \
   }
-SIGMOID_DIFF(float)
-SIGMOID_DIFF(double)
+SPLIT_SIGMOID(float)
+SPLIT_SIGMOID(double)
+
+/* Pass 2: per pair, sums in run order. Adding +0.0 leaves a sum of non-negative terms
+ * unchanged, so these are exactly the sums of each side's values; four pairs at a time give
+ * eight independent addition chains. */
+static void pair_sums(const double *tin, const double *tout, const uint8_t *m, int64_t np, int64_t R,
+                      double *tm, double *tg, int32_t *nt) {
+  int64_t q = 0;
+  for (; q + 4 <= np; q += 4) {
+    const double *a0 = tin + q * R, *a1 = a0 + R, *a2 = a1 + R, *a3 = a2 + R;
+    const double *b0 = tout + q * R, *b1 = b0 + R, *b2 = b1 + R, *b3 = b2 + R;
+    double i0 = 0, i1 = 0, i2 = 0, i3 = 0, o0 = 0, o1 = 0, o2 = 0, o3 = 0;
+    for (int64_t j = 0; j < R; j++) {
+      i0 += a0[j]; i1 += a1[j]; i2 += a2[j]; i3 += a3[j];
+      o0 += b0[j]; o1 += b1[j]; o2 += b2[j]; o3 += b3[j];
+    }
+    tm[q] = i0; tm[q + 1] = i1; tm[q + 2] = i2; tm[q + 3] = i3;
+    tg[q] = o0; tg[q + 1] = o1; tg[q + 2] = o2; tg[q + 3] = o3;
+  }
+  for (; q < np; q++) {
+    double i0 = 0, o0 = 0;
+    for (int64_t j = 0; j < R; j++) {
+      i0 += tin[q * R + j];
+      o0 += tout[q * R + j];
+    }
+    tm[q] = i0;
+    tg[q] = o0;
+  }
+  for (q = 0; q < np; q++) {
+    int32_t n_in = 0;
+    for (int64_t j = 0; j < R; j++) n_in += m[q * R + j];
+    int32_t n_out = (int32_t)R - n_in;
+    tm[q] = n_in > 0 ? tm[q] / n_in : NAN;
+    tg[q] = n_out > 0 ? tg[q] / n_out : NAN;
+    nt[q] = n_in;
+  }
+}
 
 void rd_cm_pairs_cpu(const rd_cm_block *in, rd_cm_pairs *out) {
   const int64_t P = in->n_pairs, R = in->n_runs;
-  /* whole pairs per chunk of about 4096 elements */
+  /* whole pairs per chunk of about 4096 elements (two 32 KiB buffers, cache-resident) */
   int64_t per = R >= 4096 ? 1 : 4096 / R;
-  double *buf = malloc(sizeof(double) * (size_t)(per * R));
-  if (!buf) abort();
+  double *tin = malloc(sizeof(double) * (size_t)(per * R)), *tout = malloc(sizeof(double) * (size_t)(per * R));
+  if (!tin || !tout) abort();
   for (int64_t p0 = 0; p0 < P; p0 += per) {
     int64_t np = P - p0 < per ? P - p0 : per;
+    const uint8_t *m = in->in_train + p0 * R;
     if (in->ftype == RD_F32)
-      sigmoid_diff_float((const float *)in->reward_chosen + p0 * R, (const float *)in->reward_rejected + p0 * R, buf,
-                         np * R);
+      split_sigmoid_float((const float *)in->reward_chosen + p0 * R, (const float *)in->reward_rejected + p0 * R, m,
+                          tin, tout, np * R);
     else
-      sigmoid_diff_double((const double *)in->reward_chosen + p0 * R, (const double *)in->reward_rejected + p0 * R,
-                          buf, np * R);
-    for (int64_t q = 0; q < np; q++) {
-      const double *v = buf + q * R;
-      const uint8_t *m = in->in_train + (p0 + q) * R;
-      double s_in = 0.0, s_out = 0.0;
-      int32_t n_in = 0;
-      for (int64_t j = 0; j < R; j++) {
-        if (m[j]) {
-          s_in += v[j];
-          n_in++;
-        } else {
-          s_out += v[j];
-        }
-      }
-      int32_t n_out = (int32_t)R - n_in;
-      out->tm[p0 + q] = n_in > 0 ? s_in / n_in : NAN;
-      out->tg[p0 + q] = n_out > 0 ? s_out / n_out : NAN;
-      out->n_train[p0 + q] = n_in;
-    }
+      split_sigmoid_double((const double *)in->reward_chosen + p0 * R, (const double *)in->reward_rejected + p0 * R,
+                           m, tin, tout, np * R);
+    pair_sums(tin, tout, m, np, R, out->tm + p0, out->tg + p0, out->n_train + p0);
   }
-  free(buf);
+  free(tin);
+  free(tout);
 }

@@ -28,3 +28,15 @@
 
 FIRST_NONFINITE(rd_first_nonfinite_f32, float, uint32_t, 0x7f800000u)
 FIRST_NONFINITE(rd_first_nonfinite_f64, double, uint64_t, 0x7ff0000000000000ull)
+
+int64_t rd_first_above_u8(const uint8_t *x, int64_t n, uint8_t max) {
+  for (int64_t b = 0; b < n; b += SCAN_BLOCK) {
+    int64_t e = b + SCAN_BLOCK < n ? b + SCAN_BLOCK : n;
+    uint8_t any = 0;
+    for (int64_t i = b; i < e; i++) any |= (uint8_t)(x[i] > max);
+    if (!any) continue;
+    for (int64_t i = b; i < e; i++)
+      if (x[i] > max) return i;
+  }
+  return -1;
+}

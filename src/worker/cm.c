@@ -4,6 +4,7 @@
  * and TG with the backend kernel; rank 0 gathers the per-pair values in pair order and forms
  * the summaries; bootstrap replicates are spread over ranks by index. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,7 @@
 #include "rmdiag/scan.h"
 #include "rmdiag/kind.h"
 #include "rmdiag/progress.h"
+#include "rmdiag/resample.h"
 #include "rmdiag/rng.h"
 #include "rmdiag/stats.h"
 
@@ -92,9 +94,10 @@ static int cm_parse(rd_job *job, const rd_jobfile *jf, rd_status *st) {
 
 typedef struct cm_layout {
   rd_dsinfo rc, rr, flag, user;
-  rd_dsinfo *cov;  /* one per stratum */
   int64_t P, R;
   rd_ftype ftype;
+  int64_t offset[3];  /* file offsets of rc, rr, in_train when they can be mapped, else -1 */
+  rd_dsinfo *cov;     /* one per stratum (rank 0) */
 } cm_layout;
 
 static void ds_path(char *out, size_t n, const char *group, const char *name) {
@@ -317,39 +320,78 @@ static int users_share(const rd_ctx *ctx, int64_t P, cm_users *u, rd_status *st)
 /* ---- the rank's rows: read and check ------------------------------------------------- */
 
 typedef struct cm_rows {
-  int64_t lo, hi;  /* pair range */
-  void *rc, *rr;   /* [hi - lo, R] in the stored precision */
-  uint8_t *flag;
+  int64_t lo, hi;             /* pair range */
+  const void *rc, *rr;        /* [hi - lo, R] in the stored precision (mapped or owned) */
+  const uint8_t *flag;
+  void *own[3];               /* buffers to free */
+  rd_h5_map map[3];           /* mappings to undo */
 } cm_rows;
 
 static void rows_free(cm_rows *w) {
-  free(w->rc);
-  free(w->rr);
-  free(w->flag);
+  for (int i = 0; i < 3; i++) {
+    free(w->own[i]);
+    rd_h5_unmap(&w->map[i]);
+    w->own[i] = NULL;
+  }
+}
+
+/* Finds which of the [P, R] datasets can be mapped straight from the file (rank 0). */
+static void layout_offsets(hid_t f, cm_layout *L) {
+  hid_t mt = L->ftype == RD_F32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE;
+  rd_h5_contig_offset(f, &L->rc, mt, &L->offset[0]);
+  rd_h5_contig_offset(f, &L->rr, mt, &L->offset[1]);
+  rd_h5_contig_offset(f, &L->flag, H5T_STD_U8LE, &L->offset[2]);
+}
+
+/* Rows [lo, lo + n) of dataset `which`: mapped from the file when the coordinator found it
+ * mappable, else read with HDF5 (f open on every rank) into a new buffer. */
+static const void *rows_get(hid_t f, const rd_job *job, const cm_layout *L, int which, int64_t lo, int64_t n,
+                            cm_rows *w, rd_status *st) {
+  size_t es = which == 2 ? 1 : (L->ftype == RD_F32 ? sizeof(float) : sizeof(double));
+  if (L->offset[which] >= 0) {
+    const void *p = rd_map_rows(job->input, L->offset[which], (int64_t)es * L->R, lo, n, &w->map[which]);
+    if (!p) rd_fail(st, RD_EFAIL, "%s: cannot map rows %lld..%lld of %s", job->input, (long long)lo,
+                    (long long)(lo + n - 1), which == 2 ? L->flag.path : which ? L->rr.path : L->rc.path);
+    return p;
+  }
+  w->own[which] = rd_malloc_big((size_t)(n * L->R) * es, st, "rows");
+  if (!w->own[which]) return NULL;
+  if (which < 2 &&
+      rd_h5_read_float_rows(f, job->input, which ? &L->rr : &L->rc, lo, n, L->ftype, w->own[which], st) != RD_OK)
+    return NULL;
+  return w->own[which];
 }
 
 static int rows_read(const rd_ctx *ctx, hid_t f, const rd_job *job, const cm_layout *L, cm_rows *w, rd_status *st) {
   (void)ctx;
   int64_t n = w->hi - w->lo, R = L->R;
-  size_t es = L->ftype == RD_F32 ? sizeof(float) : sizeof(double);
-  w->rc = rd_malloc_big((size_t)(n * R) * es, st, "reward_chosen rows");
-  w->rr = w->rc ? rd_malloc_big((size_t)(n * R) * es, st, "reward_rejected rows") : NULL;
-  w->flag = w->rr ? rd_malloc_big((size_t)(n * R), st, "in_train rows") : NULL;
-  if (!w->flag) return st->code;
-  /* in_train first: its bad values get keys (element * 3 + 2), after which the reward checks
-   * keep whichever bad element comes first (rewards before flags within an element). */
-  RD_TRY(rd_h5_read_float_rows(f, job->input, &L->rc, w->lo, n, L->ftype, w->rc, st));
-  RD_TRY(rd_h5_read_float_rows(f, job->input, &L->rr, w->lo, n, L->ftype, w->rr, st));
-  if (rd_h5_read_flag_rows(f, job->input, &L->flag, w->lo, n, w->flag, st) != RD_OK) {
+  int f32 = L->ftype == RD_F32;
+  if (n == 0) return RD_OK;
+  if (!(w->rc = rows_get(f, job, L, 0, w->lo, n, w, st))) return st->code;
+  if (!(w->rr = rows_get(f, job, L, 1, w->lo, n, w, st))) return st->code;
+  /* in_train: mapped when stored as uint8 (then scanned for values other than 0/1), else read
+   * and checked while widening. Bad values get keys (element * 3 + 2), after which the reward
+   * checks keep whichever bad element comes first (rewards before flags within an element). */
+  const uint8_t *fl = rows_get(f, job, L, 2, w->lo, n, w, st);
+  if (!fl) return st->code;
+  if (L->offset[2] >= 0) {
+    int64_t i = rd_first_above_u8(fl, n * R, 1);
+    if (i >= 0) {
+      int64_t p = w->lo + i / R, r = i % R;
+      rd_fail_at(st, RD_EINPUT, (p * R + r) * 3 + 2, "%s: %s[%lld, %lld] = %u, expected 0 or 1", job->input,
+                 L->flag.path, (long long)p, (long long)r, fl[i]);
+    }
+  } else if (rd_h5_read_flag_rows(f, job->input, &L->flag, w->lo, n, w->own[2], st) != RD_OK) {
     if (st->key == INT64_MAX) return st->code;
     st->key = st->key * 3 + 2;
   }
+  w->flag = fl;
   for (int which = 0; which < 2; which++) {
     const rd_dsinfo *ds = which ? &L->rr : &L->rc;
     const void *buf = which ? w->rr : w->rc;
-    int64_t i = L->ftype == RD_F32 ? rd_first_nonfinite_f32(buf, n * R) : rd_first_nonfinite_f64(buf, n * R);
+    int64_t i = f32 ? rd_first_nonfinite_f32(buf, n * R) : rd_first_nonfinite_f64(buf, n * R);
     if (i >= 0) {
-      double v = L->ftype == RD_F32 ? (double)((const float *)buf)[i] : ((const double *)buf)[i];
+      double v = f32 ? (double)((const float *)buf)[i] : ((const double *)buf)[i];
       int64_t p = w->lo + i / R, r = i % R;
       rd_fail_at(st, RD_EINPUT, (p * R + r) * 3 + which,
                  "%s: %s[%lld, %lld] = %g (pair %lld, run %lld), expected a finite reward", job->input, ds->path,
@@ -397,57 +439,66 @@ static int check_split(const rd_ctx *ctx, const rd_job *job, const cm_layout *L,
 
 /* ---- bootstrap over users ------------------------------------------------------------------ */
 
-/* Per-user sums and counts of TM, TG, CM over the pairs where each is defined: [U][6]. */
+/* Per-user sums and counts of TM, TG, CM over the pairs where each is defined, stored by column:
+ * F[k * U + u] for k = sum TM, count TM, sum TG, count TG, sum CM, count CM. */
 static double *user_sums(const cm_users *u, int64_t P, const double *tm, const double *tg, const double *cm) {
-  double *F = calloc((size_t)u->U * 6, sizeof *F);
+  int64_t U = u->U;
+  double *F = calloc((size_t)U * 6, sizeof *F);
   if (!F) return NULL;
   const double *v[3] = {tm, tg, cm};
   for (int64_t p = 0; p < P; p++) {
-    double *row = F + (size_t)u->of_pair[p] * 6;
+    int64_t k = u->of_pair[p];
     for (int j = 0; j < 3; j++)
       if (!isnan(v[j][p])) {
-        row[2 * j] += v[j][p];
-        row[2 * j + 1] += 1.0;
+        F[(2 * j) * U + k] += v[j][p];
+        F[(2 * j + 1) * U + k] += 1.0;
       }
   }
   return F;
 }
 
 /* Replicates [b0, b1): each draws U users with replacement and takes, for TM, TG and CM, the mean
- * over all pairs of the drawn users (duplicates counted) = Σ sums / Σ counts. */
+ * over all pairs of the drawn users (duplicates counted) = Σ sums / Σ counts, both weighted by
+ * the users' multiplicities in the draw. */
 static void bootstrap_block(const rd_stream *s, const double *F, int64_t U, int64_t b0, int64_t b1, double *out,
                             rd_progress *prog) {
-  uint32_t *idx = malloc(sizeof(uint32_t) * (size_t)(U + 1));
-  if (!idx) abort();
+  uint32_t *idx = malloc(sizeof(uint32_t) * (size_t)(U + 1)), *cnt = malloc(sizeof(uint32_t) * (size_t)U);
+  if (!idx || !cnt) abort();
   for (int64_t b = b0; b < b1; b++) {
     /* draw j of replicate b picks user rd_rng_below(s, b, j, U) */
     rd_rng_below_fill(s, (uint64_t)b, (uint64_t)U, U, idx);
-    double acc[6] = {0, 0, 0, 0, 0, 0};
-    for (int64_t j = 0; j < U; j++) {
-      const double *row = F + (size_t)idx[j] * 6;
-      for (int q = 0; q < 6; q++) acc[q] += row[q];
-    }
+    rd_count_draws(idx, U, U, cnt);
+    double acc[6];
+    rd_weighted_col_sums(cnt, F, U, 6, acc);
     double *o = out + (b - b0) * 3;
     for (int q = 0; q < 3; q++) o[q] = acc[2 * q + 1] > 0 ? acc[2 * q] / acc[2 * q + 1] : NAN;
     if (prog) rd_progress_update(prog, b - b0 + 1);
   }
   free(idx);
+  free(cnt);
 }
 
 /* ---- strata ------------------------------------------------------------------------------- */
 
 
-/* Appends the strata entries of one covariate to `list`; returns the count of excluded pairs. */
-static int64_t strata_one(const cm_stratum *sp, const double *cov, int64_t P, const double *tm, const double *tg,
-                          const double *cm, cJSON *list) {
+/* The strata of one covariate, packed as [excluded, n_bins, then per bin: bin, lo, hi, n, tm, tg,
+ * cm] (NaN for an undefined mean). */
+static int strata_pack(const cm_stratum *sp, const double *cov, int64_t P, const double *tm, const double *tg,
+                       const double *cm, double **out, int64_t *n_out, rd_status *st) {
   double *fin = malloc(sizeof(double) * (size_t)(P ? P : 1));
+  if (!fin) return rd_fail(st, RD_EFAIL, "out of memory");
   int64_t nf = 0;
   for (int64_t p = 0; p < P; p++)
     if (isfinite(cov[p])) fin[nf++] = cov[p];
   int64_t excluded = P - nf;
   if (nf == 0) {
     free(fin);
-    return excluded;
+    *out = malloc(2 * sizeof(double));
+    if (!*out) return rd_fail(st, RD_EFAIL, "out of memory");
+    (*out)[0] = (double)excluded;
+    (*out)[1] = 0.0;
+    *n_out = 2;
+    return RD_OK;
   }
   double *edges = NULL;
   int64_t nb;
@@ -506,66 +557,107 @@ static int64_t strata_one(const cm_stratum *sp, const double *cov, int64_t P, co
         a[2 + 2 * j] += 1.0;
       }
   }
+  double *o = malloc(sizeof(double) * (size_t)(2 + 7 * nb));
+  if (!o) {
+    free(acc);
+    free(edges);
+    free(fin);
+    return rd_fail(st, RD_EFAIL, "out of memory");
+  }
+  o[0] = (double)excluded;
+  o[1] = (double)nb;
   for (int64_t b = 0; b < nb; b++) {
     const double *a = acc + b * 7;
-    cJSON *e = cJSON_CreateObject();
-    cJSON_AddStringToObject(e, "covariate", sp->covariate);
-    if (sp->bins > 0) {
-      cJSON_AddNumberToObject(e, "bin", (double)b);
-      rd_json_add(e, "lo", rd_json_num(edges[b]));
-      rd_json_add(e, "hi", rd_json_num(edges[b + 1]));
-    } else {
-      rd_json_add(e, "bin", rd_json_num(edges[b]));
-      rd_json_add(e, "lo", rd_json_num(edges[b]));
-      rd_json_add(e, "hi", rd_json_num(edges[b]));
-    }
-    cJSON_AddNumberToObject(e, "n", a[0]);
-    rd_json_add(e, "tm", rd_json_num(a[2] > 0 ? a[1] / a[2] : NAN));
-    rd_json_add(e, "tg", rd_json_num(a[4] > 0 ? a[3] / a[4] : NAN));
-    rd_json_add(e, "cm", rd_json_num(a[6] > 0 ? a[5] / a[6] : NAN));
-    cJSON_AddItemToArray(list, e);
+    double *e = o + 2 + 7 * b;
+    e[0] = sp->bins > 0 ? (double)b : edges[b];
+    e[1] = edges[b];
+    e[2] = sp->bins > 0 ? edges[b + 1] : edges[b];
+    e[3] = a[0];
+    e[4] = a[2] > 0 ? a[1] / a[2] : NAN;
+    e[5] = a[4] > 0 ? a[3] / a[4] : NAN;
+    e[6] = a[6] > 0 ? a[5] / a[6] : NAN;
   }
   free(acc);
   free(edges);
   free(fin);
-  return excluded;
+  *out = o;
+  *n_out = 2 + 7 * nb;
+  return RD_OK;
 }
 
 /* ---- report ------------------------------------------------------------------------------- */
 
-static cJSON *summary_json(const rd_summary *s) {
+/* The report's tasks, spread over ranks: 0-2 summarize TM, TG, CM ([n, mean, sd, q05, q25,
+ * median, q75, q95]); 3 + s packs the strata of covariate s; the rest are chunks of bootstrap
+ * replicates ([TM, TG, CM] per replicate). */
+typedef struct cm_tasks {
+  const cm_opts *o;
+  int64_t P, U, n_chunks;
+  const double *v[3];
+  double *const *covs;
+  const double *F;
+  rd_stream stream;
+  rd_progress *prog;  /* rank 0's bootstrap progress */
+  int64_t prog_done;
+} cm_tasks;
+
+static void chunk_range(const cm_tasks *t, int64_t c, int64_t *b0, int64_t *b1) {
+  rd_split_range(t->o->bootstrap, (int)t->n_chunks, (int)c, b0, b1);
+}
+
+static int cm_task(int64_t k, void *arg, double **out, int64_t *n_out, rd_status *st) {
+  cm_tasks *t = arg;
+  int64_t S = t->o->n_strata;
+  if (k >= 3 + S) {
+    int64_t b0, b1;
+    chunk_range(t, k - 3 - S, &b0, &b1);
+    *out = malloc(sizeof(double) * 3 * (size_t)((b1 - b0) ? (b1 - b0) : 1));
+    if (!*out) return rd_fail(st, RD_EFAIL, "out of memory");
+    bootstrap_block(&t->stream, t->F, t->U, b0, b1, *out, NULL);
+    *n_out = 3 * (b1 - b0);
+    if (t->prog) rd_progress_update(t->prog, t->prog_done += b1 - b0);
+    return RD_OK;
+  }
+  if (k >= 3) return strata_pack(&t->o->strata[k - 3], t->covs[k - 3], t->P, t->v[0], t->v[1], t->v[2], out, n_out, st);
+  rd_summary s;
+  double *o = malloc(8 * sizeof(double));
+  if (!o || rd_summarize(t->v[k], (size_t)t->P, &s) != 0) {
+    free(o);
+    return rd_fail(st, RD_EFAIL, "out of memory");
+  }
+  double vals[8] = {(double)s.n, s.mean, s.sd, s.q05, s.q25, s.median, s.q75, s.q95};
+  memcpy(o, vals, sizeof vals);
+  *out = o;
+  *n_out = 8;
+  return RD_OK;
+}
+
+static cJSON *summary_json(const double *t, double ci_lo, double ci_hi) {
+  static const char *const keys[7] = {"mean", "sd", "q05", "q25", "median", "q75", "q95"};
   cJSON *o = cJSON_CreateObject();
-  rd_json_add(o, "mean", rd_json_num(s->mean));
-  rd_json_add(o, "sd", rd_json_num(s->sd));
-  rd_json_add(o, "q05", rd_json_num(s->q05));
-  rd_json_add(o, "q25", rd_json_num(s->q25));
-  rd_json_add(o, "median", rd_json_num(s->median));
-  rd_json_add(o, "q75", rd_json_num(s->q75));
-  rd_json_add(o, "q95", rd_json_num(s->q95));
-  rd_json_add(o, "ci95", rd_json_pair(s->ci_lo, s->ci_hi));
+  for (int i = 0; i < 7; i++) rd_json_add(o, keys[i], rd_json_num(t[1 + i]));
+  rd_json_add(o, "ci95", rd_json_pair(ci_lo, ci_hi));
   return o;
 }
 
-/* Rank 0: every summary of the report, from the per-pair values in pair order. */
-static int cm_report(const rd_job *job, const cm_layout *L, const cm_users *u, const double *tm, const double *tg,
-                     const double *cm, const double *F, double *boot, int64_t B, double *const *covs, cJSON **out,
-                     rd_status *st) {
+/* Rank 0: the report from the tasks' results, the bootstrap replicates and the user sums. */
+static int cm_report(const rd_job *job, const cm_layout *L, const cm_users *u, const double *cm, const double *F,
+                     double *boot, int64_t B, double **res, cJSON **out, rd_status *st) {
   const cm_opts *o = job->opts;
   int64_t P = L->P;
-  rd_summary s[3];
-  const double *v[3] = {tm, tg, cm};
+  static const char *const names[3] = {"tm", "tg", "cm"};
+  double lo[3] = {NAN, NAN, NAN}, hi[3] = {NAN, NAN, NAN};
   int64_t dropped[3] = {0, 0, 0};
   double *col = malloc(sizeof(double) * (size_t)(B ? B : 1));
-  if (!col) return rd_fail(st, RD_EFAIL, "out of memory");
-  for (int j = 0; j < 3; j++) {
-    if (rd_summarize(v[j], (size_t)P, &s[j]) != 0) {
-      free(col);
-      return rd_fail(st, RD_EFAIL, "out of memory");
-    }
-    if (B > 0) {
-      for (int64_t b = 0; b < B; b++) col[b] = boot[b * 3 + j];
-      dropped[j] = (int64_t)rd_percentile_ci95(col, (size_t)B, &s[j].ci_lo, &s[j].ci_hi);
-    }
+  double *means = malloc(sizeof(double) * (size_t)(u->U ? u->U : 1));
+  if (!col || !means) {
+    free(col);
+    free(means);
+    return rd_fail(st, RD_EFAIL, "out of memory");
+  }
+  for (int j = 0; j < 3 && B > 0; j++) {
+    for (int64_t b = 0; b < B; b++) col[b] = boot[b * 3 + j];
+    dropped[j] = (int64_t)rd_percentile_ci95(col, (size_t)B, &lo[j], &hi[j]);
   }
   free(col);
   int64_t neg = 0;
@@ -574,21 +666,20 @@ static int cm_report(const rd_job *job, const cm_layout *L, const cm_users *u, c
   cJSON_AddNumberToObject(r, "n_pairs", (double)P);
   cJSON_AddNumberToObject(r, "n_users", (double)u->U);
   cJSON_AddNumberToObject(r, "n_runs", (double)L->R);
-  cJSON_AddNumberToObject(r, "n_tm_defined", (double)s[0].n);
-  cJSON_AddNumberToObject(r, "n_tg_defined", (double)s[1].n);
-  cJSON_AddNumberToObject(r, "n_cm_defined", (double)s[2].n);
-  cJSON_AddItemToObject(r, "tm", summary_json(&s[0]));
-  cJSON_AddItemToObject(r, "tg", summary_json(&s[1]));
-  cJSON_AddItemToObject(r, "cm", summary_json(&s[2]));
-  rd_json_add(r, "cm_negative_fraction", rd_json_num(s[2].n > 0 ? (double)neg / (double)s[2].n : NAN));
+  for (int j = 0; j < 3; j++) {
+    char key[32];
+    snprintf(key, sizeof key, "n_%s_defined", names[j]);
+    cJSON_AddNumberToObject(r, key, res[j][0]);
+  }
+  for (int j = 0; j < 3; j++) cJSON_AddItemToObject(r, names[j], summary_json(res[j], lo[j], hi[j]));
+  rd_json_add(r, "cm_negative_fraction", rd_json_num(res[2][0] > 0 ? (double)neg / res[2][0] : NAN));
   /* user_macro: mean over users (with the value defined) of each user's mean */
   cJSON *um = cJSON_CreateObject();
-  double *means = malloc(sizeof(double) * (size_t)(u->U ? u->U : 1));
-  static const char *const names[3] = {"tm", "tg", "cm"};
   for (int j = 0; j < 3; j++) {
     int64_t n = 0;
+    const double *sum = F + (2 * j) * u->U, *cnt = F + (2 * j + 1) * u->U;
     for (int64_t k = 0; k < u->U; k++)
-      if (F[k * 6 + 2 * j + 1] > 0) means[n++] = F[k * 6 + 2 * j] / F[k * 6 + 2 * j + 1];
+      if (cnt[k] > 0) means[n++] = sum[k] / cnt[k];
     rd_json_add(um, names[j], rd_json_num(n > 0 ? rd_sum(means, (size_t)n) / (double)n : NAN));
   }
   free(means);
@@ -596,8 +687,22 @@ static int cm_report(const rd_job *job, const cm_layout *L, const cm_users *u, c
   cJSON *strata = cJSON_AddArrayToObject(r, "strata");
   cJSON *excl = cJSON_AddObjectToObject(r, "strata_excluded");
   for (int i = 0; i < o->n_strata; i++) {
-    int64_t e = strata_one(&o->strata[i], covs[i], P, tm, tg, cm, strata);
-    cJSON_AddNumberToObject(excl, o->strata[i].covariate, (double)e);
+    const double *t = res[3 + i];
+    const cm_stratum *sp = &o->strata[i];
+    for (int64_t b = 0; b < (int64_t)t[1]; b++) {
+      const double *e = t + 2 + 7 * b;
+      cJSON *x = cJSON_CreateObject();
+      cJSON_AddStringToObject(x, "covariate", sp->covariate);
+      rd_json_add(x, "bin", rd_json_num(e[0]));
+      rd_json_add(x, "lo", rd_json_num(e[1]));
+      rd_json_add(x, "hi", rd_json_num(e[2]));
+      cJSON_AddNumberToObject(x, "n", e[3]);
+      rd_json_add(x, "tm", rd_json_num(e[4]));
+      rd_json_add(x, "tg", rd_json_num(e[5]));
+      rd_json_add(x, "cm", rd_json_num(e[6]));
+      cJSON_AddItemToArray(strata, x);
+    }
+    cJSON_AddNumberToObject(excl, sp->covariate, t[0]);
   }
   cJSON *bo = cJSON_AddObjectToObject(r, "bootstrap");
   cJSON_AddNumberToObject(bo, "resamples", (double)B);
@@ -634,7 +739,7 @@ static int cm_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd
   cm_rows w;
   memset(&w, 0, sizeof w);
   double **covs = calloc((size_t)(o->n_strata ? o->n_strata : 1), sizeof *covs);
-  double *tm_all = NULL, *tg_all = NULL, *cm_all = NULL, *F = NULL, *boot_all = NULL, *boot_mine = NULL;
+  double *tm_all = NULL, *tg_all = NULL, *cm_all = NULL, *F = NULL, *boot_all = NULL;
   double *tm = NULL, *tg = NULL;
   int32_t *ntr = NULL, *ntr_all = NULL;
   hid_t f = H5I_INVALID_HID;
@@ -644,7 +749,11 @@ static int cm_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd
   /* Phase 1 (rank 0): layout, users and covariates. */
   if (ctx->rank == 0) {
     if (rd_h5_open(job->input, MPI_COMM_NULL, &f, st) == RD_OK) {
-      if (cm_check_layout(f, job, &L, st) == RD_OK && users_read(f, job, &L, &u, st) == RD_OK) {
+      rd_timing_mark(ctx->rank, job->name, "  open");
+      if (cm_check_layout(f, job, &L, st) == RD_OK && (rd_timing_mark(ctx->rank, job->name, "  layout"), users_read(f, job, &L, &u, st)) == RD_OK) {
+        rd_timing_mark(ctx->rank, job->name, "  users");
+        layout_offsets(f, &L);
+        rd_timing_mark(ctx->rank, job->name, "  offsets");
         for (int i = 0; i < o->n_strata && st->code == RD_OK; i++) {
           covs[i] = rd_malloc(sizeof(double) * (size_t)L.P, st, "covariate");
           if (covs[i]) rd_h5_read_numeric(f, job->input, &L.cov[i], covs[i], st);
@@ -655,20 +764,20 @@ static int cm_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd
     }
   }
   if (rd_share_status(ctx, st, 0) != RD_OK) goto done;
-  long long dims[3] = {(long long)L.P, (long long)L.R, (long long)L.ftype};
-  RD_MPI_CHECK(ctx, MPI_Bcast(dims, 3, MPI_LONG_LONG, 0, ctx->comm));
-  users_share(ctx, dims[0], &u, st);
-
+  /* every rank gets the layout (sizes, types, dataset paths, mappable offsets) */
+  rd_dsinfo *cov_keep = L.cov;
+  L.cov = NULL;
+  rd_bcast_bytes(ctx, &L, sizeof L, 0);
+  L.cov = ctx->rank == 0 ? cov_keep : NULL;
+  rd_timing_mark(ctx->rank, job->name, "  close+bcast L");
+  users_share(ctx, L.P, &u, st);
   rd_timing_mark(ctx->rank, job->name, "users+covariates");
-  /* Phase 2 (every rank): open in parallel, read and check the rank's blocks. */
-  if (rd_h5_open(job->input, ctx->comm, &f, st) == RD_OK) {
-    free(L.cov);
-    memset(&L, 0, sizeof L);
-    if (cm_check_layout(f, job, &L, st) == RD_OK) {
-      rd_rank_rows(L.P, CM_BLOCK, ctx->size, ctx->rank, &w.lo, &w.hi);
-      rows_read(ctx, f, job, &L, &w, st);
-    }
-  }
+
+  /* Phase 2 (every rank): map or read, and check, the rank's blocks. HDF5 (MPI-IO driver) is
+   * opened only when a dataset cannot be mapped (chunked, compressed, or another type). */
+  rd_rank_rows(L.P, CM_BLOCK, ctx->size, ctx->rank, &w.lo, &w.hi);
+  if (L.offset[0] < 0 || L.offset[1] < 0 || L.offset[2] < 0) rd_h5_open(job->input, ctx->comm, &f, st);
+  if (st->code == RD_OK) rows_read(ctx, f, job, &L, &w, st);
   if (rd_agree(ctx, st) != RD_OK) goto done;
   rd_timing_mark(ctx->rank, job->name, "read+check values");
   check_split(ctx, job, &L, &u, &w, st);
@@ -695,51 +804,71 @@ static int cm_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd
   memset(&w, 0, sizeof w);
 
   rd_timing_mark(ctx->rank, job->name, "pair kernel");
-  /* Phase 4: gather per-pair values on rank 0 in pair order; per-user sums for the bootstrap. */
+  /* Phase 4: every rank gets the per-pair values in pair order and forms the per-user sums
+   * (identical everywhere, so nothing needs broadcasting); rank 0 sends the covariates. */
   int64_t P = L.P;
-  if (ctx->rank == 0) {
-    tm_all = malloc(sizeof(double) * (size_t)P);
-    tg_all = malloc(sizeof(double) * (size_t)P);
-    cm_all = malloc(sizeof(double) * (size_t)P);
-    ntr_all = malloc(sizeof(int32_t) * (size_t)P);
-    if (!tm_all || !tg_all || !cm_all || !ntr_all) rd_abort(ctx, __FILE__, __LINE__, "out of memory for per-pair values");
-  }
-  rd_gather_rows(ctx, tm, tm_all, P, CM_BLOCK, sizeof(double));
-  rd_gather_rows(ctx, tg, tg_all, P, CM_BLOCK, sizeof(double));
+  tm_all = malloc(sizeof(double) * (size_t)P);
+  tg_all = malloc(sizeof(double) * (size_t)P);
+  cm_all = malloc(sizeof(double) * (size_t)P);
+  ntr_all = malloc(sizeof(int32_t) * (size_t)P);
+  if (!tm_all || !tg_all || !cm_all || !ntr_all) rd_abort(ctx, __FILE__, __LINE__, "out of memory for per-pair values");
+  rd_allgather_rows(ctx, tm, tm_all, P, CM_BLOCK, sizeof(double));
+  rd_allgather_rows(ctx, tg, tg_all, P, CM_BLOCK, sizeof(double));
   rd_gather_rows(ctx, ntr, ntr_all, P, CM_BLOCK, sizeof(int32_t));
-  if (ctx->rank == 0) {
-    for (int64_t p = 0; p < P; p++) cm_all[p] = tm_all[p] - tg_all[p];
-    F = user_sums(&u, P, tm_all, tg_all, cm_all);
-  } else {
-    F = malloc(sizeof(double) * (size_t)u.U * 6);
-  }
+  for (int64_t p = 0; p < P; p++) cm_all[p] = tm_all[p] - tg_all[p];
+  F = user_sums(&u, P, tm_all, tg_all, cm_all);
   if (!F) rd_abort(ctx, __FILE__, __LINE__, "out of memory for user sums");
-  rd_bcast_bytes(ctx, F, sizeof(double) * (size_t)u.U * 6, 0);
-
+  for (int i = 0; i < o->n_strata; i++) {
+    if (ctx->rank != 0 && !(covs[i] = malloc(sizeof(double) * (size_t)P)))
+      rd_abort(ctx, __FILE__, __LINE__, "out of memory for covariates");
+    rd_bcast_bytes(ctx, covs[i], sizeof(double) * (size_t)P, 0);
+  }
+  if (ctx->rank == 0 && !(boot_all = malloc(sizeof(double) * 3 * (size_t)(o->bootstrap ? o->bootstrap : 1))))
+    rd_abort(ctx, __FILE__, __LINE__, "out of memory for the bootstrap");
   rd_timing_mark(ctx->rank, job->name, "gather+user sums");
-  /* Phase 5: bootstrap replicates spread over ranks by index. */
-  int64_t B = o->bootstrap, b0, b1;
-  rd_split_range(B, ctx->size, ctx->rank, &b0, &b1);
-  boot_mine = malloc(sizeof(double) * 3 * (size_t)((b1 - b0) ? (b1 - b0) : 1));
-  if (ctx->rank == 0) boot_all = malloc(sizeof(double) * 3 * (size_t)(B ? B : 1));
-  if (!boot_mine || (ctx->rank == 0 && !boot_all)) rd_abort(ctx, __FILE__, __LINE__, "out of memory for the bootstrap");
-  if (B > 0) {
-    rd_stream s;
-    rd_stream_init(&s, jf->seed, job->name, "cm.bootstrap.users");
-    rd_progress_begin(&prog, ctx->quiet ? NULL : ctx->err, job->name, "bootstrap", b1 - b0);
-    bootstrap_block(&s, F, u.U, b0, b1, boot_mine, &prog);
-    rd_progress_end(&prog);
-    rd_gather_rows(ctx, boot_mine, boot_all, B, 1, 3 * sizeof(double));
-  }
 
-  rd_timing_mark(ctx->rank, job->name, "bootstrap");
-  /* Phase 6 (rank 0): summaries and outputs. */
-  if (ctx->rank == 0) {
-    if (cm_report(job, &L, &u, tm_all, tg_all, cm_all, F, boot_all, B, covs, &out->result, st) == RD_OK &&
-        (rd_timing_mark(ctx->rank, job->name, "summaries"), 1))
-      cm_write_h5(out->h5, P, L.R, tm_all, tg_all, cm_all, ntr_all, st);
+  /* Phase 5: summaries, strata and chunks of bootstrap replicates, as tasks over ranks
+   * (balanced on estimated costs: about 10 ns per pair for a summary, 22 for strata, 3.6 per
+   * drawn user); rank 0 assembles the report and writes the outputs. */
+  int64_t B = o->bootstrap, S = o->n_strata;
+  cm_tasks tasks = {.o = o, .P = P, .U = u.U, .v = {tm_all, tg_all, cm_all}, .covs = covs, .F = F};
+  tasks.n_chunks = B == 0 ? 0 : (B < 8 * (int64_t)ctx->size ? B : 8 * (int64_t)ctx->size);
+  rd_stream_init(&tasks.stream, jf->seed, job->name, "cm.bootstrap.users");
+  int64_t n_tasks = 3 + S + tasks.n_chunks;
+  double *cost = malloc(sizeof(double) * (size_t)n_tasks);
+  int *owner = malloc(sizeof(int) * (size_t)n_tasks);
+  if (!cost || !owner) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+  for (int64_t k = 0; k < n_tasks; k++) {
+    int64_t b0 = 0, b1 = 0;
+    if (k >= 3 + S) chunk_range(&tasks, k - 3 - S, &b0, &b1);
+    cost[k] = k < 3 ? 10e-9 * (double)P : k < 3 + S ? 22e-9 * (double)P : 3.6e-9 * (double)(b1 - b0) * (double)u.U;
   }
-  rd_timing_mark(ctx->rank, job->name, "write h5");
+  rd_assign_tasks(n_tasks, cost, ctx->size, owner);
+  int64_t mine = 0;
+  for (int64_t k = 3 + S; k < n_tasks; k++)
+    if (owner[k] == ctx->rank) {
+      int64_t b0, b1;
+      chunk_range(&tasks, k - 3 - S, &b0, &b1);
+      mine += b1 - b0;
+    }
+  rd_progress_begin(&prog, ctx->quiet || B == 0 ? NULL : ctx->err, job->name, "bootstrap", mine);
+  tasks.prog = &prog;
+  double **res = NULL;
+  int64_t *lens = NULL;
+  if (rd_run_tasks(ctx, n_tasks, cost, cm_task, &tasks, &res, &lens, st) == RD_OK && ctx->rank == 0) {
+    rd_progress_end(&prog);
+    rd_timing_mark(ctx->rank, job->name, "summaries+bootstrap");
+    for (int64_t k = 3 + S, pos = 0; k < n_tasks; k++) {
+      memcpy(boot_all + pos, res[k], sizeof(double) * (size_t)lens[k]);
+      pos += lens[k];
+    }
+    if (cm_report(job, &L, &u, cm_all, F, boot_all, B, res, &out->result, st) == RD_OK)
+      cm_write_h5(out->h5, P, L.R, tm_all, tg_all, cm_all, ntr_all, st);
+    rd_timing_mark(ctx->rank, job->name, "report+h5");
+  }
+  rd_free_task_results(res, lens, n_tasks);
+  free(cost);
+  free(owner);
   rd_share_status(ctx, st, 0);
 
 done:
@@ -758,7 +887,6 @@ done:
   free(ntr_all);
   free(F);
   free(boot_all);
-  free(boot_mine);
   return st->code;
 }
 

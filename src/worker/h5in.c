@@ -2,6 +2,8 @@
 #include "rmdiag/h5in.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -451,4 +453,46 @@ int rd_h5_list(hid_t f, const char *file, const char *path, char ***names, int *
 void rd_h5_free_list(char **names, int n) {
   for (int i = 0; i < n; i++) free(names[i]);
   free(names);
+}
+
+int rd_h5_contig_offset(hid_t f, const rd_dsinfo *info, hid_t memtype, int64_t *offset) {
+  *offset = -1;
+  const char *off = getenv("RMDIAG_NO_MMAP");
+  if (off && strcmp(off, "0") != 0) return 0;
+  hid_t d = H5Dopen2(f, info->path, H5P_DEFAULT);
+  if (d < 0) return 0;
+  hid_t dcpl = H5Dget_create_plist(d), ft = H5Dget_type(d);
+  int ok = H5Pget_layout(dcpl) == H5D_CONTIGUOUS && H5Pget_external_count(dcpl) == 0 && H5Tequal(ft, memtype) > 0;
+  haddr_t addr = ok ? H5Dget_offset(d) : HADDR_UNDEF;
+  int64_t total = (int64_t)H5Tget_size(ft);
+  for (int i = 0; i < info->ndims; i++) total *= info->dims[i];
+  ok = ok && addr != HADDR_UNDEF && (int64_t)H5Dget_storage_size(d) == total;
+  H5Tclose(ft);
+  H5Pclose(dcpl);
+  H5Dclose(d);
+  if (ok) *offset = (int64_t)addr;
+  return ok;
+}
+
+const void *rd_map_rows(const char *file, int64_t offset, int64_t row_bytes, int64_t row0, int64_t nrows, rd_h5_map *m) {
+  m->base = NULL;
+  m->len = 0;
+  if (nrows <= 0 || offset < 0) return NULL;
+  int fd = open(file, O_RDONLY);
+  if (fd < 0) return NULL;
+  long page = sysconf(_SC_PAGESIZE);
+  int64_t start = offset + row0 * row_bytes, len = nrows * row_bytes;
+  int64_t aligned = start / page * page;
+  void *p = mmap(NULL, (size_t)(len + (start - aligned)), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, (off_t)aligned);
+  close(fd);
+  if (p == MAP_FAILED) return NULL;
+  m->base = p;
+  m->len = (size_t)(len + (start - aligned));
+  return (const char *)p + (start - aligned);
+}
+
+void rd_h5_unmap(rd_h5_map *m) {
+  if (m->base) munmap(m->base, m->len);
+  m->base = NULL;
+  m->len = 0;
 }
