@@ -15,11 +15,15 @@ void rd_signals_install(void);
 /* Registers / unregisters a temporary path for removal on a signal (at most a few at a time). */
 void rd_tmp_register(const char *path);
 void rd_tmp_unregister(const char *path);
+/* Removes every registered temporary file (signal handlers, aborts). Async-signal-safe. */
+void rd_tmp_cleanup(void);
 /* Set by the handler; long loops may poll it. */
 extern volatile int rd_interrupted;
 
-/* "<dir>/.<name>.tmp.<pid>.<suffix>" */
+/* "<dir>/.<name>.tmp.<pid>": where an output is written before it is renamed into place. */
 char *rd_tmp_path(const char *final_path);
+/* "<dir>/.<name>.<tag>.<pid>" */
+char *rd_side_path(const char *final_path, const char *tag);
 /* mkdir -p */
 int rd_mkdirs(const char *dir, rd_status *st);
 /* Writes `text` to `final_path` atomically (temporary file + fsync + rename). */

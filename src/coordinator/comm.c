@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rmdiag/output.h"
+
 int rd_ctx_init(rd_ctx *ctx, MPI_Comm comm, FILE *out, FILE *err) {
   memset(ctx, 0, sizeof *ctx);
   ctx->comm = comm;
@@ -24,6 +26,7 @@ void rd_ctx_free(rd_ctx *ctx) {
 }
 
 void rd_abort(const rd_ctx *ctx, const char *file, int line, const char *what) {
+  rd_tmp_cleanup();
   fprintf(stderr, "rmdiag: fatal error inside a collective phase at %s:%d: %s; aborting all ranks\n", file,
           line, what);
   fflush(stderr);

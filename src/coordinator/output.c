@@ -27,10 +27,14 @@ volatile int rd_interrupted = 0;
 static char tmp_paths[TMP_SLOTS][TMP_LEN];
 static volatile sig_atomic_t tmp_used[TMP_SLOTS];
 
-static void on_signal(int sig) {
-  rd_interrupted = 1;
+void rd_tmp_cleanup(void) {
   for (int i = 0; i < TMP_SLOTS; i++)
     if (tmp_used[i]) unlink(tmp_paths[i]);
+}
+
+static void on_signal(int sig) {
+  rd_interrupted = 1;
+  rd_tmp_cleanup();
   signal(sig, SIG_DFL);
   raise(sig);
 }
@@ -59,15 +63,17 @@ void rd_tmp_unregister(const char *path) {
     if (tmp_used[i] && strcmp(tmp_paths[i], path) == 0) tmp_used[i] = 0;
 }
 
-char *rd_tmp_path(const char *final_path) {
+char *rd_side_path(const char *final_path, const char *tag) {
   const char *slash = strrchr(final_path, '/');
   size_t dirlen = slash ? (size_t)(slash - final_path + 1) : 0;
   const char *base = slash ? slash + 1 : final_path;
-  size_t n = strlen(final_path) + 64;
+  size_t n = strlen(final_path) + strlen(tag) + 64;
   char *p = malloc(n);
-  if (p) snprintf(p, n, "%.*s.%s.tmp.%ld", (int)dirlen, final_path, base, (long)getpid());
+  if (p) snprintf(p, n, "%.*s.%s.%s.%ld", (int)dirlen, final_path, base, tag, (long)getpid());
   return p;
 }
+
+char *rd_tmp_path(const char *final_path) { return rd_side_path(final_path, "tmp"); }
 
 int rd_mkdirs(const char *dir, rd_status *st) {
   char buf[PATH_MAX];

@@ -165,9 +165,10 @@ static cJSON *envelope(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *j
 static int run_job(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, const job_plan *p,
                    const char *backend_info, rd_status *st) {
   rd_run_out out = {.h5 = H5I_INVALID_HID, .result = NULL};
-  char *h5tmp = NULL;
+  char *h5tmp = NULL, *old_h5 = NULL;
   MPI_Barrier(ctx->comm);
   double t0 = rd_now();
+  rd_timing_mark(ctx->rank, job->name, NULL);
   if (ctx->rank == 0) {
     h5tmp = rd_tmp_path(p->h5_path);
     if (!h5tmp) {
@@ -177,6 +178,7 @@ static int run_job(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, c
       rd_h5_create(h5tmp, &out.h5, st);
     }
   }
+  rd_timing_mark(ctx->rank, job->name, "driver: create output");
   if (rd_share_status(ctx, st, 0) == RD_OK) {
     job->kind->run(ctx, job, jf, &out, st);
     rd_agree(ctx, st);
@@ -188,12 +190,24 @@ static int run_job(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, c
       if (st->code == RD_OK) rd_h5_write_attr_string(out.h5, "/", "job", job->name, st);
       if (st->code == RD_OK) rd_h5_write_attr_string(out.h5, "/", "kind", job->kind->name, st);
     }
+    rd_timing_mark(ctx->rank, job->name, "driver: agree+attrs");
     if (out.h5 >= 0 && H5Fclose(out.h5) < 0 && st->code == RD_OK)
       rd_fail(st, RD_EFAIL, "%s: closing the output HDF5 file failed", h5tmp);
+    /* Replacing an existing output: keep a second link to the old file while renaming, so the
+     * rename stays atomic and cheap, and free the old file's blocks after the report is out. */
+    if (st->code == RD_OK && access(p->h5_path, F_OK) == 0 && (old_h5 = rd_side_path(p->h5_path, "old"))) {
+      rd_tmp_register(old_h5);
+      if (link(p->h5_path, old_h5) != 0) {
+        rd_tmp_unregister(old_h5);
+        free(old_h5);
+        old_h5 = NULL;
+      }
+    }
     if (st->code == RD_OK && rename(h5tmp, p->h5_path) != 0)
       rd_fail(st, RD_EFAIL, "cannot rename %s to %s: %s", h5tmp, p->h5_path, strerror(errno));
     if (st->code != RD_OK && h5tmp) unlink(h5tmp);
     if (h5tmp) rd_tmp_unregister(h5tmp);
+    rd_timing_mark(ctx->rank, job->name, "driver: close+rename h5");
     if (st->code == RD_OK) {
       double seconds = rd_now() - t0;
       cJSON *env = envelope(ctx, job, jf, p, backend_info, seconds, out.result);
@@ -218,8 +232,13 @@ static int run_job(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, c
                 seconds, ctx->size, ctx->size == 1 ? "" : "s", backend_info, p->json_path);
     }
     cJSON_Delete(out.result);
+    if (old_h5) {
+      unlink(old_h5);
+      rd_tmp_unregister(old_h5);
+    }
   }
   free(h5tmp);
+  free(old_h5);
   return rd_share_status(ctx, st, 0);
 }
 

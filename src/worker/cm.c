@@ -745,7 +745,6 @@ static int cm_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd
   hid_t f = H5I_INVALID_HID;
   rd_progress prog;
 
-  rd_timing_mark(ctx->rank, job->name, NULL);
   /* Phase 1 (rank 0): layout, users and covariates. */
   if (ctx->rank == 0) {
     if (rd_h5_open(job->input, MPI_COMM_NULL, &f, st) == RD_OK) {
