@@ -8,6 +8,7 @@
 extern "C" {
 #include "rmdiag/backend.h"
 }
+#include "rmdiag/fastmath.h"
 
 
 #define CUDA_TRY(call, err, errlen)                                                            \
@@ -40,13 +41,9 @@ static int cuda_init(int node_rank, char *info, size_t infolen, char *err, size_
 
 static void cuda_fini(void) {}
 
-__device__ static double sigmoid_dev(double x) {
-  if (x >= 0.0) return 1.0 / (1.0 + exp(-x));
-  double e = exp(x);
-  return e / (1.0 + e);
-}
-
-// One thread per pair; runs summed in run order, as rd_cm_pairs_cpu does.
+// One thread per pair; σ is the same branch-free code as the CPU's (fastmath.h, built here with
+// --fmad=false), and the runs are summed in run order as rd_cm_pairs_cpu does, so the values agree
+// bit for bit.
 template <typename T>
 __global__ void cm_pairs_kernel(const T *rc, const T *rr, const unsigned char *m, long long P, long long R,
                                 double *tm, double *tg, int *n_train) {
@@ -55,13 +52,11 @@ __global__ void cm_pairs_kernel(const T *rc, const T *rr, const unsigned char *m
   double s_in = 0.0, s_out = 0.0;
   int n_in = 0;
   for (long long j = 0; j < R; j++) {
-    double v = sigmoid_dev((double)rc[p * R + j] - (double)rr[p * R + j]);
-    if (m[p * R + j]) {
-      s_in += v;
-      n_in++;
-    } else {
-      s_out += v;
-    }
+    double v = rd_sigmoid_fast((double)rc[p * R + j] - (double)rr[p * R + j]);
+    double t = m[p * R + j] ? v : 0.0;
+    s_in += t;
+    s_out += v - t;
+    n_in += m[p * R + j];
   }
   int n_out = (int)R - n_in;
   tm[p] = n_in > 0 ? s_in / n_in : nan("");
