@@ -178,7 +178,7 @@ static int run_job(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, c
       rd_h5_create(h5tmp, &out.h5, st);
     }
   }
-  rd_timing_mark(ctx->rank, job->name, "driver: create output");
+  rd_timing_mark(ctx->rank, job->name, "create output");
   if (rd_share_status(ctx, st, 0) == RD_OK) {
     job->kind->run(ctx, job, jf, &out, st);
     rd_agree(ctx, st);
@@ -190,7 +190,6 @@ static int run_job(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, c
       if (st->code == RD_OK) rd_h5_write_attr_string(out.h5, "/", "job", job->name, st);
       if (st->code == RD_OK) rd_h5_write_attr_string(out.h5, "/", "kind", job->kind->name, st);
     }
-    rd_timing_mark(ctx->rank, job->name, "driver: agree+attrs");
     if (out.h5 >= 0 && H5Fclose(out.h5) < 0 && st->code == RD_OK)
       rd_fail(st, RD_EFAIL, "%s: closing the output HDF5 file failed", h5tmp);
     /* Replacing an existing output: keep a second link to the old file while renaming, so the
@@ -207,7 +206,7 @@ static int run_job(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, c
       rd_fail(st, RD_EFAIL, "cannot rename %s to %s: %s", h5tmp, p->h5_path, strerror(errno));
     if (st->code != RD_OK && h5tmp) unlink(h5tmp);
     if (h5tmp) rd_tmp_unregister(h5tmp);
-    rd_timing_mark(ctx->rank, job->name, "driver: close+rename h5");
+    rd_timing_mark(ctx->rank, job->name, "close and rename .h5");
     if (st->code == RD_OK) {
       double seconds = rd_now() - t0;
       cJSON *env = envelope(ctx, job, jf, p, backend_info, seconds, out.result);

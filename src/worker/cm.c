@@ -748,11 +748,8 @@ static int cm_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd
   /* Phase 1 (rank 0): layout, users and covariates. */
   if (ctx->rank == 0) {
     if (rd_h5_open(job->input, MPI_COMM_NULL, &f, st) == RD_OK) {
-      rd_timing_mark(ctx->rank, job->name, "  open");
-      if (cm_check_layout(f, job, &L, st) == RD_OK && (rd_timing_mark(ctx->rank, job->name, "  layout"), users_read(f, job, &L, &u, st)) == RD_OK) {
-        rd_timing_mark(ctx->rank, job->name, "  users");
+      if (cm_check_layout(f, job, &L, st) == RD_OK && users_read(f, job, &L, &u, st) == RD_OK) {
         layout_offsets(f, &L);
-        rd_timing_mark(ctx->rank, job->name, "  offsets");
         for (int i = 0; i < o->n_strata && st->code == RD_OK; i++) {
           covs[i] = rd_malloc(sizeof(double) * (size_t)L.P, st, "covariate");
           if (covs[i]) rd_h5_read_numeric(f, job->input, &L.cov[i], covs[i], st);
@@ -768,7 +765,6 @@ static int cm_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd
   L.cov = NULL;
   rd_bcast_bytes(ctx, &L, sizeof L, 0);
   L.cov = ctx->rank == 0 ? cov_keep : NULL;
-  rd_timing_mark(ctx->rank, job->name, "  close+bcast L");
   users_share(ctx, L.P, &u, st);
   rd_timing_mark(ctx->rank, job->name, "users+covariates");
 
