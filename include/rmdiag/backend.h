@@ -26,6 +26,12 @@ typedef struct rd_cm_pairs {
   int32_t *n_train;
 } rd_cm_pairs;
 
+/* Kernel tables of the other report kinds, each declared in its kind's own header. A NULL table
+ * (or entry) means the kind uses its CPU reference. */
+struct rd_bench_kernels;
+struct rd_leak_kernels;
+struct rd_probe_kernels;
+
 typedef struct rd_backend {
   int abi;
   const char *name;  /* "cpu", "cuda" */
@@ -34,6 +40,9 @@ typedef struct rd_backend {
   int (*init)(int node_rank, char *info, size_t infolen, char *err, size_t errlen);
   void (*fini)(void);
   int (*cm_pairs)(const rd_cm_block *in, rd_cm_pairs *out, char *err, size_t errlen);
+  const struct rd_bench_kernels *bench;
+  const struct rd_leak_kernels *leak;
+  const struct rd_probe_kernels *probe;
 } rd_backend;
 
 extern const rd_backend rd_backend_cpu;

@@ -103,7 +103,7 @@ static int cuda_cm_pairs(const rd_cm_block *in, rd_cm_pairs *out, char *err, siz
 }
 
 static const rd_backend cuda_backend = {
-    RD_BACKEND_ABI, "cuda", cuda_init, cuda_fini, cuda_cm_pairs,
+    RD_BACKEND_ABI, "cuda", cuda_init, cuda_fini, cuda_cm_pairs, NULL, NULL, NULL,
 };
 
 extern "C" __attribute__((visibility("default"))) const rd_backend *rmdiag_cuda_backend(void) {
