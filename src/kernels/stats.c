@@ -199,6 +199,22 @@ int rd_wilson(double k, double n, double *lo, double *hi) {
   return 1;
 }
 
+/* The t smallest of n values in ascending order in out[0..t) (t <= n), by insertion into a short
+ * sorted buffer: for the tails of a bootstrap distribution this is one pass. */
+static void smallest_t(const double *x, size_t n, size_t t, double *out, int largest) {
+  size_t have = 0;
+  for (size_t i = 0; i < n; i++) {
+    double v = largest ? -x[i] : x[i];
+    if (have == t && !(v < out[t - 1])) continue;
+    size_t j = have < t ? have++ : t - 1;
+    while (j > 0 && out[j - 1] > v) {
+      out[j] = out[j - 1];
+      j--;
+    }
+    out[j] = v;
+  }
+}
+
 size_t rd_percentile_ci95(double *vals, size_t n, double *lo, double *hi) {
   size_t m = 0;
   for (size_t i = 0; i < n; i++)
@@ -210,7 +226,23 @@ size_t rd_percentile_ci95(double *vals, size_t n, double *lo, double *hi) {
   }
   static const double qs[2] = {0.025, 0.975};
   double out[2];
-  rd_quantiles_inplace(vals, m, qs, 2, out);
+  /* the two tails hold few values: select them directly (the same order statistics and the same
+   * interpolation as rd_quantiles_inplace) */
+  double h0 = (double)(m - 1) * qs[0], h1 = (double)(m - 1) * qs[1];
+  size_t k0 = (size_t)floor(h0), k1 = (size_t)floor(h1);
+  size_t t0 = k0 + 2, t1 = m - k1;  /* order statistics k0, k0 + 1 from below; k1, k1 + 1 from above */
+  if (m >= 64 && t0 <= 64 && t1 <= 64 && t0 <= m && t1 <= m) {
+    double small[64], large[64];
+    smallest_t(vals, m, t0, small, 0);
+    smallest_t(vals, m, t1, large, 1);
+    double a0 = small[k0], b0 = small[k0 + 1];
+    double a1 = -large[m - 1 - k1], b1 = k1 + 1 < m ? -large[m - 2 - k1] : a1;
+    double g0 = h0 - (double)k0, g1 = h1 - (double)k1;
+    out[0] = g0 == 0.0 ? a0 : lerp_numpy(a0, b0, g0);
+    out[1] = g1 == 0.0 ? a1 : lerp_numpy(a1, b1, g1);
+  } else {
+    rd_quantiles_inplace(vals, m, qs, 2, out);
+  }
   *lo = out[0];
   *hi = out[1];
   return dropped;
