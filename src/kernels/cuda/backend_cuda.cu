@@ -7,6 +7,8 @@
 
 extern "C" {
 #include "rmdiag/backend.h"
+#include "rmdiag/bench.h"
+extern const struct rd_bench_kernels rd_bench_kernels_cuda;  // bench_cuda.cu
 }
 #include "rmdiag/fastmath.h"
 
@@ -103,7 +105,7 @@ static int cuda_cm_pairs(const rd_cm_block *in, rd_cm_pairs *out, char *err, siz
 }
 
 static const rd_backend cuda_backend = {
-    RD_BACKEND_ABI, "cuda", cuda_init, cuda_fini, cuda_cm_pairs, NULL, NULL, NULL,
+    RD_BACKEND_ABI, "cuda", cuda_init, cuda_fini, cuda_cm_pairs, &rd_bench_kernels_cuda, NULL, NULL,
 };
 
 extern "C" __attribute__((visibility("default"))) const rd_backend *rmdiag_cuda_backend(void) {
