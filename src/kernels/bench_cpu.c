@@ -133,6 +133,21 @@ GATHER_SUM16(2)
 GATHER_SUM16(3)
 GATHER_SUM16(4)
 
+__attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+static void widen_div(const int16_t *sum, int64_t L, double den, double *out) {
+  for (int64_t l = 0; l < L; l++) out[l] = (double)sum[l] / den;
+}
+
+void rd_bench_gather_mean16(const uint32_t *idx, int64_t n, const int16_t *X, int64_t ld, int64_t L, double den,
+                            double *out) {
+  int16_t sum[128];
+  for (int64_t l0 = 0; l0 < L; l0 += 128) {
+    int64_t m = L - l0 < 128 ? L - l0 : 128;
+    rd_bench_gather_sum16(idx, n, X + l0, ld, m, sum);
+    widen_div(sum, m, den, out + l0);
+  }
+}
+
 void rd_bench_gather_sum16(const uint32_t *idx, int64_t n, const int16_t *X, int64_t ld, int64_t L, int16_t *out) {
   for (int64_t l0 = 0; l0 < L; l0 += 128) {
     int64_t k = (L - l0 + 31) / 32;

@@ -17,7 +17,12 @@ static int64_t round8(int64_t n) { return (n + 7) / 8 * 8; }
 /* c = num / den exactly as rounded (den <= 64): credits are fractions of tied completions, or
  * given (0, 0.5, 1, ...). */
 static int credit_fraction(double c, int *num, int *den) {
-  for (int k = 1; k <= 64; k++) {
+  if (c == 0.0 || c == 1.0) {
+    *num = (int)c;
+    *den = 1;
+    return 1;
+  }
+  for (int k = 2; k <= 64; k++) {
     double q = rint(c * (double)k);
     if (q / (double)k == c) {
       *num = (int)q;
@@ -119,11 +124,11 @@ void bench_ties_free(bench_ties *t) {
   memset(t, 0, sizeof *t);
 }
 
-/* doubles: the lane sums (models or Ties lanes), then room for int16 lane sums */
+/* doubles: the lane sums (models or Ties lanes), twice the models for the sections */
 int64_t bench_scratch_len(const bench_eval *E) {
   int64_t n = 2 * round8(E->p->d.M);
   if (E->ties.ld > n) n = E->ties.ld;
-  return n + 64 + ((E->p->d.M + 31) / 32 * 32 + 128) / 4 + 1;
+  return n + 64;
 }
 
 /* The tanh term of one prompt, as RewardBench 2 computes it with numpy: x / 0 is +-inf (tanh
@@ -209,10 +214,7 @@ void bench_evaluate(const bench_eval *E, const uint32_t *const *draws, double *v
     int64_t n = p->subset_n[s], L = E->scale[s];
     const uint32_t *dr = draws ? draws[s] : NULL;
     if (L > 0) {
-      int16_t *sum = (int16_t *)(acc + bench_scratch_len(E) - ((M + 31) / 32 * 32 + 128) / 4 - 1);
-      rd_bench_gather_sum16(dr, n, E->CT16 + E->ct_first[s] * E->Mp16, E->Mp16, M, sum);
-      double den = (double)L * (double)n;
-      for (int64_t m = 0; m < M; m++) v[m] = (double)sum[m] / den;
+      rd_bench_gather_mean16(dr, n, E->CT16 + E->ct_first[s] * E->Mp16, E->Mp16, M, (double)L * (double)n, v);
     } else {
       rd_bench_gather_sum(dr, n, E->CT + E->ct_first[s] * E->Mp, E->Mp, M, acc);
       for (int64_t m = 0; m < M; m++) v[m] = acc[m] / (double)n;
@@ -289,7 +291,7 @@ int bench_bootstrap_block(const bench_eval *E, int64_t seed, const char *job, in
   for (int64_t s = 0; rc == RD_OK && s < S; s++) {
     if (!p->resampled[s]) continue;
     units[s] = s == d->ties_subset && E->ties.P > 0 ? E->ties.P : p->subset_n[s];
-    total += units[s] + 2;
+    total += (units[s] + 31) / 32 * 32;
     /* draws of a subset depend on its name, not on its position or on the scheme */
     size_t len = strlen(bench_subset_name(p, s)) + 32;
     char *purpose = malloc(len);
@@ -306,11 +308,12 @@ int bench_bootstrap_block(const bench_eval *E, int64_t seed, const char *job, in
   for (int64_t s = 0, pos = 0; rc == RD_OK && s < S; s++) {
     if (!p->resampled[s]) continue;
     draws[s] = dbuf + pos;
-    pos += units[s] + 2;
+    pos += (units[s] + 31) / 32 * 32;
   }
   for (int64_t b = b0; rc == RD_OK && b < b1; b++) {
     /* replicate b: draw t of subset s picks unit rd_rng_below(stream_s, b, t, n_s), t = 0..n_s-1,
-     * the same for every model (so comparisons are paired) */
+     * the same for every model (so comparisons are paired); draws are made in whole batches of 32
+     * (the vectorized generator's width) and the extra ones are not used */
     for (int64_t s = 0; s < S; s++)
       if (p->resampled[s]) rd_rng_below_fill(&streams[s], (uint64_t)b, (uint64_t)units[s], units[s], draws[s]);
     bench_evaluate(E, (const uint32_t *const *)draws, val, acc, out + (b - b0) * M * K);
