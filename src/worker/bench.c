@@ -996,7 +996,8 @@ static int bench_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf,
   memset(&r, 0, sizeof r);
   memset(&w, 0, sizeof w);
   memset(&E, 0, sizeof E);
-  double *mine = NULL, *credit = NULL, *g = NULL, *boot = NULL, *subset_score = NULL;
+  double *mine = NULL, *credit = NULL, *g = NULL, *subset_score = NULL;
+  const double **boot = NULL;
   double **res = NULL;
   int64_t *lens = NULL, n_tasks = 0;
   rd_progress prog;
@@ -1074,11 +1075,13 @@ static int bench_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf,
     rd_progress_end(&prog);
     if (ctx->rank == 0) {
       int64_t K = d->n_sec + 1;
-      boot = rd_malloc_big(sizeof(double) * (size_t)(B * d->M * K), st, "bootstrap replicates");
+      /* replicate b lies in the task that holds it, no copy */
+      boot = malloc(sizeof(double *) * (size_t)B);
       if (!boot) rd_abort(ctx, __FILE__, __LINE__, "out of memory for the bootstrap");
-      for (int64_t k = 0, pos = 0; k < n_tasks; k++) {
-        memcpy(boot + pos, res[k], sizeof(double) * (size_t)lens[k]);
-        pos += lens[k];
+      for (int64_t k = 0; k < n_tasks; k++) {
+        int64_t b0, b1;
+        rd_split_range(B, (int)n_tasks, (int)k, &b0, &b1);
+        for (int64_t b = b0; b < b1; b++) boot[b] = res[k] + (b - b0) * d->M * K;
       }
     }
     rd_timing_mark(ctx->rank, job->name, "bootstrap");
@@ -1106,7 +1109,7 @@ done:
   free(mine);
   free(credit);
   free(g);
-  free(boot);
+  free((void *)boot);
   free(subset_score);
   return st->code;
 }

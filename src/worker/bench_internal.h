@@ -127,13 +127,13 @@ int bench_bootstrap_block(const bench_eval *E, int64_t seed, const char *job, in
                           rd_status *st);
 
 /* Rank 0: the report's result object and the leaderboard. credit is [M × I] (NULL in accuracy
- * mode); boot is [B × M × K] replicate values (NULL when off). */
+ * mode); boot[b] points at replicate b's M × K values (NULL when off). */
 typedef struct bench_report_in {
   const bench_plan *p;
   const bench_opts *o;
   const bench_eval *E;
   const double *credit;
-  const double *boot;
+  const double *const *boot;
   int64_t B;
   const int *cmp_a, *cmp_b;
   int n_cmp;

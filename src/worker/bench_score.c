@@ -62,8 +62,10 @@ int bench_eval_init(bench_eval *E, const bench_plan *p, const bench_opts *o, con
     int64_t n = p->subset_n[s], L = 1;
     for (int64_t m = 0; m < M && L > 0; m++)
       for (int64_t t = 0; t < n; t++) {
+        double c = credit[m * I + items[t]];
+        if (c == 0.0 || c == 1.0) continue;
         int num, den;
-        if (!credit_fraction(credit[m * I + items[t]], &num, &den)) {
+        if (!credit_fraction(c, &num, &den)) {
           L = 0;
           break;
         }
@@ -95,8 +97,9 @@ int bench_eval_init(bench_eval *E, const bench_plan *p, const bench_opts *o, con
       if (L > 0) {
         int16_t *row = E->CT16 + (E->ct_first[s] + t) * Mp16;
         for (int64_t m = 0; m < M; m++) {
-          int num = 0, den = 1;
-          credit_fraction(credit[m * I + items[t]], &num, &den);
+          double c = credit[m * I + items[t]];
+          int num = (int)c, den = 1;
+          if (c != 0.0 && c != 1.0) credit_fraction(c, &num, &den);
           row[m] = (int16_t)(num * (L / den));
         }
         for (int64_t m = M; m < Mp16; m++) row[m] = 0;
@@ -315,7 +318,8 @@ int bench_bootstrap_block(const bench_eval *E, int64_t seed, const char *job, in
      * the same for every model (so comparisons are paired); draws are made in whole batches of 32
      * (the vectorized generator's width) and the extra ones are not used */
     for (int64_t s = 0; s < S; s++)
-      if (p->resampled[s]) rd_rng_below_fill(&streams[s], (uint64_t)b, (uint64_t)units[s], units[s], draws[s]);
+      if (p->resampled[s])
+        rd_rng_below_fill(&streams[s], (uint64_t)b, (uint64_t)units[s], (units[s] + 31) / 32 * 32, draws[s]);
     bench_evaluate(E, (const uint32_t *const *)draws, val, acc, out + (b - b0) * M * K);
   }
   free(streams);
@@ -394,7 +398,7 @@ int bench_report(const bench_report_in *in, cJSON **result, double **subset_scor
   for (int64_t q = 0; q < M * K; q++) {
     lo[q] = hi[q] = NAN;
     if (B == 0) continue;
-    for (int64_t b = 0; b < B; b++) col[b] = in->boot[b * M * K + q];
+    for (int64_t b = 0; b < B; b++) col[b] = in->boot[b][q];
     int64_t dr = (int64_t)rd_percentile_ci95(col, (size_t)B, &lo[q], &hi[q]);
     dropped = dr > dropped ? dr : dropped;
   }
@@ -484,7 +488,7 @@ int bench_report(const bench_report_in *in, cJSON **result, double **subset_scor
     if (B > 0) {
       int64_t le = 0, ge = 0;
       for (int64_t rep = 0; rep < B; rep++) {
-        double dv = in->boot[rep * M * K + a * K + K - 1] - in->boot[rep * M * K + b * K + K - 1];
+        double dv = in->boot[rep][a * K + K - 1] - in->boot[rep][b * K + K - 1];
         if (!isfinite(dv)) continue;
         col[used++] = dv;
         le += dv <= 0.0;
