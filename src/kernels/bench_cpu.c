@@ -164,3 +164,17 @@ void rd_bench_gather_sum16(const uint32_t *idx, int64_t n, const int16_t *X, int
     memcpy(out + l0, tmp, sizeof(int16_t) * (size_t)m);
   }
 }
+
+/* Index of the first value other than 0 and 1, or -1: whole blocks are tested branch-free. */
+__attribute__((target_clones("avx512f", "avx2", "default")))
+int64_t rd_bench_first_nonbinary(const double *x, int64_t n) {
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    int any = 0;
+    for (int k = 0; k < 64; k++) any |= (x[i + k] != 0.0) & (x[i + k] != 1.0);
+    if (any) break;
+  }
+  for (; i < n; i++)
+    if (x[i] != 0.0 && x[i] != 1.0) return i;
+  return -1;
+}

@@ -54,62 +54,70 @@ int bench_eval_init(bench_eval *E, const bench_plan *p, const bench_opts *o, con
   if (!E->ct_first || !E->scale) return rd_fail(st, RD_EFAIL, "out of memory");
   for (int64_t s = 0; s < S; s++) E->ct_first[s] = -1;
   if (d->accuracy_mode) return RD_OK;
-  /* which subsets have credits with a small common denominator */
+  /* which subsets have credits with a small common denominator: one pass along the rows */
+  int64_t *Ls = malloc(sizeof(int64_t) * (size_t)S), *row_of = malloc(sizeof(int64_t) * (size_t)I);
+  if (!Ls || !row_of) {
+    free(Ls);
+    free(row_of);
+    return rd_fail(st, RD_EFAIL, "out of memory");
+  }
+  for (int64_t s = 0; s < S; s++) Ls[s] = 1;
+  for (int64_t m = 0; m < M; m++) {
+    const double *cr = credit + m * I;
+    for (int64_t i = 0, k; i < I && (k = rd_bench_first_nonbinary(cr + i, I - i)) >= 0; i++) {
+      i += k;
+      double c = cr[i];
+      int32_t s = p->item_subset[i];
+      if (Ls[s] == 0) continue;
+      int num, den;
+      if (!credit_fraction(c, &num, &den)) {
+        Ls[s] = 0;
+        continue;
+      }
+      if (Ls[s] % den) Ls[s] = Ls[s] / gcd64(Ls[s], den) * den;
+      if (Ls[s] * p->subset_n[s] > INT16_MAX) Ls[s] = 0;
+    }
+  }
   int64_t rows = 0, rows16 = 0;
   for (int64_t s = 0; s < S; s++) {
     if (p->subset_n[s] == 0 || s == d->ties_subset) continue;
-    const int64_t *items = p->subset_items + p->subset_first[s];
-    int64_t n = p->subset_n[s], L = 1;
-    for (int64_t m = 0; m < M && L > 0; m++)
-      for (int64_t t = 0; t < n; t++) {
-        double c = credit[m * I + items[t]];
-        if (c == 0.0 || c == 1.0) continue;
-        int num, den;
-        if (!credit_fraction(c, &num, &den)) {
-          L = 0;
-          break;
-        }
-        if (L % den) L = L / gcd64(L, den) * den;
-        if (L * n > INT16_MAX) {
-          L = 0;
-          break;
-        }
-      }
-    E->scale[s] = (int32_t)L;
-    if (L > 0) {
-      E->ct_first[s] = rows16;
-      rows16 += n;
-    } else {
-      E->ct_first[s] = rows;
-      rows += n;
-    }
+    if (Ls[s] * p->subset_n[s] > INT16_MAX) Ls[s] = 0;
+    E->scale[s] = (int32_t)Ls[s];
+    E->ct_first[s] = Ls[s] > 0 ? rows16 : rows;
+    if (Ls[s] > 0) rows16 += p->subset_n[s];
+    else rows += p->subset_n[s];
   }
+  for (int64_t s = 0; s < S; s++)
+    for (int64_t t = 0; E->ct_first[s] >= 0 && t < p->subset_n[s]; t++)
+      row_of[p->subset_items[p->subset_first[s] + t]] = E->ct_first[s] + t;
+  free(Ls);
   /* each subset's items as rows of the models' credits (padded with zeros), so a sum over drawn
-   * items runs over contiguous lanes */
+   * items runs over contiguous lanes; filled eight models at a time along the credit rows */
   E->CT = rd_malloc_big(sizeof(double) * (size_t)(rows * Mp + 8), st, "credits by subset");
   E->CT16 = E->CT ? rd_malloc_big(sizeof(int16_t) * (size_t)(rows16 * Mp16 + 32), st, "credits by subset") : NULL;
-  if (!E->CT || !E->CT16) return st->code;
-  for (int64_t s = 0; s < S; s++) {
-    if (E->ct_first[s] < 0) continue;
-    const int64_t *items = p->subset_items + p->subset_first[s];
-    int64_t L = E->scale[s];
-    for (int64_t t = 0; t < p->subset_n[s]; t++) {
+  if (!E->CT || !E->CT16) {
+    free(row_of);
+    return st->code;
+  }
+  memset(E->CT16, 0, sizeof(int16_t) * (size_t)(rows16 * Mp16));
+  memset(E->CT, 0, sizeof(double) * (size_t)(rows * Mp));
+  for (int64_t m0 = 0; m0 < M; m0 += 8) {
+    int64_t mm = M - m0 < 8 ? M - m0 : 8;
+    for (int64_t i = 0; i < I; i++) {
+      int32_t s = p->item_subset[i];
+      if (E->ct_first[s] < 0) continue;
+      int64_t L = E->scale[s];
       if (L > 0) {
-        int16_t *row = E->CT16 + (E->ct_first[s] + t) * Mp16;
-        for (int64_t m = 0; m < M; m++) {
-          double c = credit[m * I + items[t]];
-          int num = (int)c, den = 1;
-          if (c != 0.0 && c != 1.0) credit_fraction(c, &num, &den);
-          row[m] = (int16_t)(num * (L / den));
-        }
-        for (int64_t m = M; m < Mp16; m++) row[m] = 0;
+        int16_t *dst = E->CT16 + row_of[i] * Mp16 + m0;
+        /* c is num/den rounded with den dividing L: c * L is within an ulp of the integer num * L / den */
+        for (int64_t k = 0; k < mm; k++) dst[k] = (int16_t)rint(credit[(m0 + k) * I + i] * (double)L);
       } else {
-        double *row = E->CT + (E->ct_first[s] + t) * Mp;
-        for (int64_t m = 0; m < M; m++) row[m] = credit[m * I + items[t]];
-        for (int64_t m = M; m < Mp; m++) row[m] = 0.0;
+        double *dst = E->CT + row_of[i] * Mp + m0;
+        for (int64_t k = 0; k < mm; k++) dst[k] = credit[(m0 + k) * I + i];
       }
     }
   }
+  free(row_of);
   return RD_OK;
 }
 
