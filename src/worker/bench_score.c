@@ -403,11 +403,26 @@ int bench_report(const bench_report_in *in, cJSON **result, double **subset_scor
 
   /* percentile intervals of sections and score; replicates with an undefined value are dropped */
   int64_t dropped = 0;
+  /* replicates by quantity: copied eight quantities (one cache line of a replicate) at a time */
+  double *byq = B > 0 ? malloc(sizeof(double) * (size_t)(M * K * B)) : NULL;
+  if (B > 0 && !byq) {
+    free(val), free(acc), free(pt), free(ss), free(lo), free(hi), free(col), free(order), free(scores);
+    return rd_fail(st, RD_EFAIL, "out of memory");
+  }
+  for (int64_t q0 = 0; q0 < M * K && B > 0; q0 += 8) {
+    int64_t nq = M * K - q0 < 8 ? M * K - q0 : 8;
+    for (int64_t b = 0; b < B; b++) {
+      const double *src = in->boot[b] + q0;
+      for (int64_t j = 0; j < nq; j++) byq[(q0 + j) * B + b] = src[j];
+    }
+  }
+  /* each model's score replicates, kept in replicate order for the paired comparisons */
+  double *sc_rep = in->n_cmp > 0 && B > 0 ? malloc(sizeof(double) * (size_t)(M * B)) : NULL;
+  for (int64_t m = 0; sc_rep && m < M; m++) memcpy(sc_rep + m * B, byq + (m * K + K - 1) * B, sizeof(double) * (size_t)B);
   for (int64_t q = 0; q < M * K; q++) {
     lo[q] = hi[q] = NAN;
     if (B == 0) continue;
-    for (int64_t b = 0; b < B; b++) col[b] = in->boot[b][q];
-    int64_t dr = (int64_t)rd_percentile_ci95(col, (size_t)B, &lo[q], &hi[q]);
+    int64_t dr = (int64_t)rd_percentile_ci95(byq + q * B, (size_t)B, &lo[q], &hi[q]);
     dropped = dr > dropped ? dr : dropped;
   }
 
@@ -493,10 +508,10 @@ int bench_report(const bench_report_in *in, cJSON **result, double **subset_scor
     rd_json_add(x, "diff", rd_json_num(scores[a] - scores[b]));
     double cl = NAN, ch = NAN, pv = NAN;
     int64_t used = 0;
-    if (B > 0) {
+    if (B > 0 && sc_rep) {
       int64_t le = 0, ge = 0;
       for (int64_t rep = 0; rep < B; rep++) {
-        double dv = in->boot[rep][a * K + K - 1] - in->boot[rep][b * K + K - 1];
+        double dv = sc_rep[a * B + rep] - sc_rep[b * B + rep];
         if (!isfinite(dv)) continue;
         col[used++] = dv;
         le += dv <= 0.0;
@@ -518,7 +533,7 @@ int bench_report(const bench_report_in *in, cJSON **result, double **subset_scor
   cJSON_AddStringToObject(bo, "unit", "item within its subset (Ties: prompt with its ref and tied rows)");
   cJSON_AddNumberToObject(bo, "dropped", (double)dropped);
 
-  free(val), free(acc), free(pt), free(lo), free(hi), free(col), free(order), free(scores);
+  free(val), free(acc), free(pt), free(lo), free(hi), free(col), free(order), free(scores), free(byq), free(sc_rep);
   *subset_score = ss;
   *result = r;
   return RD_OK;
