@@ -16,6 +16,7 @@
 #include "rmdiag/jsonutil.h"
 #include "rmdiag/kind.h"
 #include "rmdiag/scan.h"
+#include "rmdiag/stats.h"
 
 /* Items per block: with the models, the unit of the work split (independent of the rank count). */
 #define BENCH_ITEM_BLOCK 4096
@@ -665,6 +666,11 @@ static int bench_prepare(hid_t f, const rd_job *job, bench_plan *p, bench_root *
     }
   }
 
+  if (!d->accuracy_mode && (double)d->M * (double)(n_sec + 1) * (double)(o->bootstrap + 1) >= (double)INT_MAX)
+    return rd_fail(st, RD_EINPUT, "%s: \"bootstrap\": %lld resamples of %lld models x %d sections is more than 2^31 "
+                   "replicate values (not supported); use fewer resamples", job->where.path, (long long)o->bootstrap,
+                   (long long)d->M, n_sec + 1);
+
   /* comparisons by model name */
   int M = (int)d->M;
   int n_cmp = o->compare_all ? M * (M - 1) / 2 : o->n_pairs;
@@ -949,26 +955,127 @@ static void gather_credits(const rd_ctx *ctx, const bench_dims *d, const double 
   free(displs);
 }
 
-/* ---- bootstrap tasks ------------------------------------------------------------------------- */
+/* ---- bootstrap: replicates by index, intervals by quantity ------------------------------------- */
 
-typedef struct boot_tasks {
-  const bench_eval *E;
-  int64_t B, n_chunks, seed;
-  const char *job;
-  rd_progress *prog;
-  int64_t prog_done;
-} boot_tasks;
-
-static int boot_task(int64_t k, void *arg, double **out, int64_t *n_out, rd_status *st) {
-  boot_tasks *t = arg;
-  int64_t b0, b1, K = t->E->p->d.n_sec + 1, M = t->E->p->d.M;
-  rd_split_range(t->B, (int)t->n_chunks, (int)k, &b0, &b1);
-  *out = malloc(sizeof(double) * (size_t)((b1 - b0) * M * K + 1));
-  if (!*out) return rd_fail(st, RD_EFAIL, "out of memory");
-  *n_out = (b1 - b0) * M * K;
-  RD_TRY(bench_bootstrap_block(t->E, t->seed, t->job, b0, b1, *out, st));
-  if (t->prog) rd_progress_update(t->prog, t->prog_done += b1 - b0);
-  return RD_OK;
+/* Rank r computes replicates rd_split_range(B, size, r) (every model's sections and score, Q = M × K
+ * values each); an all-to-all exchange then gives each rank every replicate of its share of the
+ * quantities, rd_split_range(Q, size, r), whose percentile intervals it computes. With comparisons,
+ * every rank receives all models' score replicates and computes its share of the pairs. Rank 0
+ * gathers the intervals ci [Q × 3: lo, hi, dropped] and comparisons cmp [n_cmp × 4: lo, hi, p, used].
+ * Each value is computed whole by one rank from the same replicates, whatever the rank count. */
+static int bootstrap_intervals(const rd_ctx *ctx, const bench_eval *E, int64_t B, int64_t seed, const char *job,
+                               int n_cmp, const int *cmp_a, const int *cmp_b, rd_progress *prog, double *ci,
+                               double *cmp, rd_status *st) {
+  const bench_dims *d = &E->p->d;
+  int size = ctx->size, me = ctx->rank;
+  int64_t M = d->M, K = d->n_sec + 1, Q = M * K, b0, b1, q0, q1;
+  rd_split_range(B, size, me, &b0, &b1);
+  rd_split_range(Q, size, me, &q0, &q1);
+  int64_t nb = b1 - b0, nq = q1 - q0;
+  double *local = malloc(sizeof(double) * (size_t)(nb * Q + 1)), *T = malloc(sizeof(double) * (size_t)(nb * Q + 1));
+  double *recv = malloc(sizeof(double) * (size_t)(nq * B + 1)), *cols = malloc(sizeof(double) * (size_t)(nq * B + 1));
+  double *myci = malloc(sizeof(double) * (size_t)(3 * nq + 1));
+  int *sc = malloc(sizeof(int) * (size_t)size), *sd = malloc(sizeof(int) * (size_t)size);
+  int *rc = malloc(sizeof(int) * (size_t)size), *rdp = malloc(sizeof(int) * (size_t)size);
+  if (!local || !T || !recv || !cols || !myci || !sc || !sd || !rc || !rdp)
+    rd_abort(ctx, __FILE__, __LINE__, "out of memory for the bootstrap");
+  for (int64_t b = b0; b < b1 && st->code == RD_OK; b += 64) {
+    int64_t e = b + 64 < b1 ? b + 64 : b1;
+    if (bench_bootstrap_block(E, seed, job, b, e, local + (b - b0) * Q, st) == RD_OK && prog)
+      rd_progress_update(prog, e - b0);
+  }
+  if (rd_agree(ctx, st) != RD_OK) goto out;
+  /* replicate-major to quantity-major, eight quantities (one cache line of a replicate) at a time;
+   * the block for rank s is then quantities [q0_s, q1_s) x my replicates, contiguous */
+  for (int64_t qa = 0; qa < Q; qa += 8) {
+    int64_t w = Q - qa < 8 ? Q - qa : 8;
+    for (int64_t b = 0; b < nb; b++)
+      for (int64_t j = 0; j < w; j++) T[(qa + j) * nb + b] = local[b * Q + qa + j];
+  }
+  for (int r = 0, pos = 0; r < size; r++) {
+    int64_t sq0, sq1, sb0, sb1;
+    rd_split_range(Q, size, r, &sq0, &sq1);
+    rd_split_range(B, size, r, &sb0, &sb1);
+    sc[r] = (int)((sq1 - sq0) * nb);
+    sd[r] = (int)(sq0 * nb);
+    rc[r] = (int)(nq * (sb1 - sb0));
+    rdp[r] = pos;
+    pos += rc[r];
+  }
+  RD_MPI_CHECK(ctx, MPI_Alltoallv(T, sc, sd, MPI_DOUBLE, recv, rc, rdp, MPI_DOUBLE, ctx->comm));
+  /* my quantities' columns in replicate order: the ranks' replicate ranges follow each other */
+  for (int r = 0; r < size; r++) {
+    int64_t sb0, sb1;
+    rd_split_range(B, size, r, &sb0, &sb1);
+    for (int64_t q = 0; q < nq; q++)
+      memcpy(cols + q * B + sb0, recv + rdp[r] + q * (sb1 - sb0), sizeof(double) * (size_t)(sb1 - sb0));
+  }
+  double *scores = NULL, *mycmp = NULL;
+  if (n_cmp > 0) {
+    /* every model's score replicates, everywhere: each rank sends the score columns it owns */
+    scores = malloc(sizeof(double) * (size_t)(M * B));
+    double *mine = malloc(sizeof(double) * (size_t)(nq * B + 1));
+    if (!scores || !mine) rd_abort(ctx, __FILE__, __LINE__, "out of memory for the comparisons");
+    int64_t n_mine = 0;
+    for (int64_t q = q0; q < q1; q++)
+      if (q % K == K - 1) memcpy(mine + (n_mine++) * B, cols + (q - q0) * B, sizeof(double) * (size_t)B);
+    for (int r = 0, pos = 0; r < size; r++) {
+      int64_t sq0, sq1, cnt = 0;
+      rd_split_range(Q, size, r, &sq0, &sq1);
+      for (int64_t q = sq0; q < sq1; q++) cnt += q % K == K - 1;
+      rc[r] = (int)(cnt * B);
+      rdp[r] = pos;
+      pos += rc[r];
+    }
+    RD_MPI_CHECK(ctx, MPI_Allgatherv(mine, (int)(n_mine * B), MPI_DOUBLE, scores, rc, rdp, MPI_DOUBLE, ctx->comm));
+    free(mine);
+  }
+  for (int64_t q = 0; q < nq; q++) {
+    double lo, hi;
+    size_t dropped = rd_percentile_ci95(cols + q * B, (size_t)B, &lo, &hi);
+    myci[3 * q] = lo;
+    myci[3 * q + 1] = hi;
+    myci[3 * q + 2] = (double)dropped;
+  }
+  for (int r = 0, pos = 0; r < size; r++) {
+    int64_t sq0, sq1;
+    rd_split_range(Q, size, r, &sq0, &sq1);
+    rc[r] = (int)(3 * (sq1 - sq0));
+    rdp[r] = pos;
+    pos += rc[r];
+  }
+  RD_MPI_CHECK(ctx, MPI_Gatherv(myci, (int)(3 * nq), MPI_DOUBLE, ci, rc, rdp, MPI_DOUBLE, 0, ctx->comm));
+  if (n_cmp > 0) {
+    int64_t c0, c1;
+    rd_split_range(n_cmp, size, me, &c0, &c1);
+    mycmp = malloc(sizeof(double) * (size_t)(4 * (c1 - c0) + 1));
+    double *scratch = malloc(sizeof(double) * (size_t)(B + 1));
+    if (!mycmp || !scratch) rd_abort(ctx, __FILE__, __LINE__, "out of memory for the comparisons");
+    for (int64_t k = c0; k < c1; k++)
+      bench_compare_pair(scores + cmp_a[k] * B, scores + cmp_b[k] * B, B, scratch, mycmp + 4 * (k - c0));
+    free(scratch);
+    for (int r = 0, pos = 0; r < size; r++) {
+      int64_t r0, r1;
+      rd_split_range(n_cmp, size, r, &r0, &r1);
+      rc[r] = (int)(4 * (r1 - r0));
+      rdp[r] = pos;
+      pos += rc[r];
+    }
+    RD_MPI_CHECK(ctx, MPI_Gatherv(mycmp, (int)(4 * (c1 - c0)), MPI_DOUBLE, cmp, rc, rdp, MPI_DOUBLE, 0, ctx->comm));
+  }
+  free(scores);
+  free(mycmp);
+out:
+  free(local);
+  free(T);
+  free(recv);
+  free(cols);
+  free(myci);
+  free(sc);
+  free(sd);
+  free(rc);
+  free(rdp);
+  return st->code;
 }
 
 /* ---- output ---------------------------------------------------------------------------------- */
@@ -996,10 +1103,7 @@ static int bench_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf,
   memset(&r, 0, sizeof r);
   memset(&w, 0, sizeof w);
   memset(&E, 0, sizeof E);
-  double *mine = NULL, *credit = NULL, *g = NULL, *subset_score = NULL;
-  const double **boot = NULL;
-  double **res = NULL;
-  int64_t *lens = NULL, n_tasks = 0;
+  double *mine = NULL, *credit = NULL, *g = NULL, *subset_score = NULL, *ci = NULL, *cmp = NULL;
   rd_progress prog;
 
   /* Phase 1 (rank 0): layout, item tables, scheme; every rank gets the plan. */
@@ -1053,43 +1157,34 @@ static int bench_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf,
   if (rd_agree(ctx, st) != RD_OK) goto done;
   rd_timing_mark(ctx->rank, job->name, "evaluation tables");
 
-  /* Phase 6: bootstrap replicates as tasks over ranks (by index). */
+  /* Phase 6: bootstrap replicates by index, their intervals by quantity, comparisons by pair. */
   if (B > 0) {
-    boot_tasks t = {.E = &E, .B = B, .seed = jf->seed, .job = job->name};
-    t.n_chunks = B < 8 * (int64_t)ctx->size ? B : 8 * (int64_t)ctx->size;
-    n_tasks = t.n_chunks;
-    int *owner = malloc(sizeof(int) * (size_t)n_tasks);
-    if (!owner) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
-    rd_assign_tasks(n_tasks, NULL, ctx->size, owner);
-    int64_t my_reps = 0;
-    for (int64_t k = 0; k < n_tasks; k++)
-      if (owner[k] == ctx->rank) {
-        int64_t b0, b1;
-        rd_split_range(B, (int)n_tasks, (int)k, &b0, &b1);
-        my_reps += b1 - b0;
-      }
-    free(owner);
-    rd_progress_begin(&prog, ctx->quiet ? NULL : ctx->err, job->name, "bootstrap", my_reps);
-    t.prog = &prog;
-    if (rd_run_tasks(ctx, n_tasks, NULL, boot_task, &t, &res, &lens, st) != RD_OK) goto done;
-    rd_progress_end(&prog);
-    if (ctx->rank == 0) {
-      int64_t K = d->n_sec + 1;
-      /* replicate b lies in the task that holds it, no copy */
-      boot = malloc(sizeof(double *) * (size_t)B);
-      if (!boot) rd_abort(ctx, __FILE__, __LINE__, "out of memory for the bootstrap");
-      for (int64_t k = 0; k < n_tasks; k++) {
-        int64_t b0, b1;
-        rd_split_range(B, (int)n_tasks, (int)k, &b0, &b1);
-        for (int64_t b = b0; b < b1; b++) boot[b] = res[k] + (b - b0) * d->M * K;
-      }
+    int n_cmp = r.n_cmp;
+    RD_MPI_CHECK(ctx, MPI_Bcast(&n_cmp, 1, MPI_INT, 0, ctx->comm));
+    if (ctx->rank != 0) {
+      r.cmp_a = malloc(sizeof(int) * (size_t)(n_cmp + 1));
+      r.cmp_b = malloc(sizeof(int) * (size_t)(n_cmp + 1));
+      if (!r.cmp_a || !r.cmp_b) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
     }
+    rd_bcast_bytes(ctx, r.cmp_a, sizeof(int) * (size_t)n_cmp, 0);
+    rd_bcast_bytes(ctx, r.cmp_b, sizeof(int) * (size_t)n_cmp, 0);
+    if (ctx->rank == 0) {
+      ci = malloc(sizeof(double) * (size_t)(3 * d->M * (d->n_sec + 1)));
+      cmp = malloc(sizeof(double) * (size_t)(4 * n_cmp + 1));
+      if (!ci || !cmp) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+    }
+    int64_t b0, b1;
+    rd_split_range(B, ctx->size, ctx->rank, &b0, &b1);
+    rd_progress_begin(&prog, ctx->quiet ? NULL : ctx->err, job->name, "bootstrap", b1 - b0);
+    if (bootstrap_intervals(ctx, &E, B, jf->seed, job->name, n_cmp, r.cmp_a, r.cmp_b, &prog, ci, cmp, st) != RD_OK)
+      goto done;
+    rd_progress_end(&prog);
     rd_timing_mark(ctx->rank, job->name, "bootstrap");
   }
 
   /* Phase 7 (rank 0): report, outputs, leaderboard. */
   if (ctx->rank == 0) {
-    bench_report_in in = {.p = &p, .o = o, .E = &E, .credit = credit, .boot = boot, .B = B, .cmp_a = r.cmp_a,
+    bench_report_in in = {.p = &p, .o = o, .E = &E, .credit = credit, .ci = ci, .cmp = cmp, .B = B, .cmp_a = r.cmp_a,
                           .cmp_b = r.cmp_b, .n_cmp = r.n_cmp, .missing = r.missing, .n_missing = r.n_missing,
                           .file = job->input};
     if (bench_report(&in, &out->result, &subset_score, st) == RD_OK) {
@@ -1105,11 +1200,11 @@ done:
   bench_eval_free(&E);
   bench_plan_free(&p);
   root_free(&r);
-  rd_free_task_results(res, lens, n_tasks);
   free(mine);
   free(credit);
   free(g);
-  free((void *)boot);
+  free(ci);
+  free(cmp);
   free(subset_score);
   return st->code;
 }

@@ -127,13 +127,14 @@ int bench_bootstrap_block(const bench_eval *E, int64_t seed, const char *job, in
                           rd_status *st);
 
 /* Rank 0: the report's result object and the leaderboard. credit is [M × I] (NULL in accuracy
- * mode); boot[b] points at replicate b's M × K values (NULL when off). */
+ * mode); ci holds the bootstrap intervals [M × K × 3: lo, hi, dropped] and cmp the comparisons
+ * [n_cmp × 4: lo, hi, p, replicates used] (NULL when the bootstrap is off). */
 typedef struct bench_report_in {
   const bench_plan *p;
   const bench_opts *o;
   const bench_eval *E;
   const double *credit;
-  const double *const *boot;
+  const double *ci, *cmp;
   int64_t B;
   const int *cmp_a, *cmp_b;
   int n_cmp;
@@ -141,6 +142,10 @@ typedef struct bench_report_in {
   int n_missing;
   const char *file;
 } bench_report_in;
+
+/* A paired comparison from two models' score replicates: the 95 % interval of the finite differences
+ * and p = min(1, 2 min(#d <= 0, #d >= 0) / used); out = {lo, hi, p, used}. scratch: B doubles. */
+void bench_compare_pair(const double *sa, const double *sb, int64_t B, double *scratch, double out[4]);
 
 int bench_report(const bench_report_in *in, cJSON **result, double **subset_score, rd_status *st);
 void bench_leaderboard(FILE *out, const char *job, const cJSON *result);

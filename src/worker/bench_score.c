@@ -339,6 +339,29 @@ int bench_bootstrap_block(const bench_eval *E, int64_t seed, const char *job, in
   return rc;
 }
 
+/* ---- paired comparisons -------------------------------------------------------------------------- */
+
+void bench_compare_pair(const double *sa, const double *sb, int64_t B, double *scratch, double out[4]) {
+  int64_t used = 0, le = 0, ge = 0;
+  for (int64_t rep = 0; rep < B; rep++) {
+    double dv = sa[rep] - sb[rep];
+    if (!isfinite(dv)) continue;
+    scratch[used++] = dv;
+    le += dv <= 0.0;
+    ge += dv >= 0.0;
+  }
+  double lo = NAN, hi = NAN, p = NAN;
+  rd_percentile_ci95(scratch, (size_t)used, &lo, &hi);
+  if (used > 0) {
+    p = 2.0 * (double)(le < ge ? le : ge) / (double)used;
+    p = p < 1.0 ? p : 1.0;
+  }
+  out[0] = lo;
+  out[1] = hi;
+  out[2] = p;
+  out[3] = (double)used;
+}
+
 /* ---- report -------------------------------------------------------------------------------------- */
 
 static const char *scheme_name(int scheme) {
@@ -390,40 +413,23 @@ int bench_report(const bench_report_in *in, cJSON **result, double **subset_scor
   double *val = malloc(sizeof(double) * (size_t)(S * M)), *acc = malloc(sizeof(double) * (size_t)bench_scratch_len(in->E));
   double *pt = malloc(sizeof(double) * (size_t)(M * K)), *ss = malloc(sizeof(double) * (size_t)(M * S));
   double *lo = malloc(sizeof(double) * (size_t)(M * K)), *hi = malloc(sizeof(double) * (size_t)(M * K));
-  double *col = malloc(sizeof(double) * (size_t)(B + 1));
   int64_t *order = malloc(sizeof(int64_t) * (size_t)M);
   double *scores = malloc(sizeof(double) * (size_t)M);
-  if (!val || !acc || !pt || !ss || !lo || !hi || !col || !order || !scores) {
-    free(val), free(acc), free(pt), free(ss), free(lo), free(hi), free(col), free(order), free(scores);
+  if (!val || !acc || !pt || !ss || !lo || !hi || !order || !scores) {
+    free(val), free(acc), free(pt), free(ss), free(lo), free(hi), free(order), free(scores);
     return rd_fail(st, RD_EFAIL, "out of memory");
   }
   bench_evaluate(in->E, NULL, val, acc, pt);
   for (int64_t m = 0; m < M; m++)
     for (int64_t s = 0; s < S; s++) ss[m * S + s] = val[s * M + m];
 
-  /* percentile intervals of sections and score; replicates with an undefined value are dropped */
+  /* percentile intervals of sections and score (computed by the ranks that own them); replicates
+   * with an undefined value are dropped */
   int64_t dropped = 0;
-  /* replicates by quantity: copied eight quantities (one cache line of a replicate) at a time */
-  double *byq = B > 0 ? malloc(sizeof(double) * (size_t)(M * K * B)) : NULL;
-  if (B > 0 && !byq) {
-    free(val), free(acc), free(pt), free(ss), free(lo), free(hi), free(col), free(order), free(scores);
-    return rd_fail(st, RD_EFAIL, "out of memory");
-  }
-  for (int64_t q0 = 0; q0 < M * K && B > 0; q0 += 8) {
-    int64_t nq = M * K - q0 < 8 ? M * K - q0 : 8;
-    for (int64_t b = 0; b < B; b++) {
-      const double *src = in->boot[b] + q0;
-      for (int64_t j = 0; j < nq; j++) byq[(q0 + j) * B + b] = src[j];
-    }
-  }
-  /* each model's score replicates, kept in replicate order for the paired comparisons */
-  double *sc_rep = in->n_cmp > 0 && B > 0 ? malloc(sizeof(double) * (size_t)(M * B)) : NULL;
-  for (int64_t m = 0; sc_rep && m < M; m++) memcpy(sc_rep + m * B, byq + (m * K + K - 1) * B, sizeof(double) * (size_t)B);
   for (int64_t q = 0; q < M * K; q++) {
-    lo[q] = hi[q] = NAN;
-    if (B == 0) continue;
-    int64_t dr = (int64_t)rd_percentile_ci95(byq + q * B, (size_t)B, &lo[q], &hi[q]);
-    dropped = dr > dropped ? dr : dropped;
+    lo[q] = B > 0 ? in->ci[3 * q] : NAN;
+    hi[q] = B > 0 ? in->ci[3 * q + 1] : NAN;
+    if (B > 0 && in->ci[3 * q + 2] > (double)dropped) dropped = (int64_t)in->ci[3 * q + 2];
   }
 
   cJSON *r = cJSON_CreateObject();
@@ -506,23 +512,9 @@ int bench_report(const bench_report_in *in, cJSON **result, double **subset_scor
     cJSON_AddStringToObject(x, "a", bench_model_name(p, a));
     cJSON_AddStringToObject(x, "b", bench_model_name(p, b));
     rd_json_add(x, "diff", rd_json_num(scores[a] - scores[b]));
-    double cl = NAN, ch = NAN, pv = NAN;
-    int64_t used = 0;
-    if (B > 0 && sc_rep) {
-      int64_t le = 0, ge = 0;
-      for (int64_t rep = 0; rep < B; rep++) {
-        double dv = sc_rep[a * B + rep] - sc_rep[b * B + rep];
-        if (!isfinite(dv)) continue;
-        col[used++] = dv;
-        le += dv <= 0.0;
-        ge += dv >= 0.0;
-      }
-      rd_percentile_ci95(col, (size_t)used, &cl, &ch);
-      if (used > 0) {
-        pv = 2.0 * (double)(le < ge ? le : ge) / (double)used;
-        pv = pv < 1.0 ? pv : 1.0;
-      }
-    }
+    const double *c = B > 0 ? in->cmp + 4 * q : NULL;
+    double cl = c ? c[0] : NAN, ch = c ? c[1] : NAN, pv = c ? c[2] : NAN;
+    int64_t used = c ? (int64_t)c[3] : 0;
     rd_json_add(x, "ci95", rd_json_pair(cl, ch));
     rd_json_add(x, "p", rd_json_num(pv));
     cJSON_AddNumberToObject(x, "resamples", (double)used);
@@ -533,7 +525,7 @@ int bench_report(const bench_report_in *in, cJSON **result, double **subset_scor
   cJSON_AddStringToObject(bo, "unit", "item within its subset (Ties: prompt with its ref and tied rows)");
   cJSON_AddNumberToObject(bo, "dropped", (double)dropped);
 
-  free(val), free(acc), free(pt), free(lo), free(hi), free(col), free(order), free(scores), free(byq), free(sc_rep);
+  free(val), free(acc), free(pt), free(lo), free(hi), free(order), free(scores);
   *subset_score = ss;
   *result = r;
   return RD_OK;
