@@ -58,6 +58,9 @@ def unknown_subset(a):
 
 case("unknown_subset", ['/bench/item_subset[4] = 4 names subset "alpacaeval-easyy"',
                         "not a subset of scheme rewardbench-v1"], unknown_subset)
+# `rmdiag validate` finds the same without computing anything
+expect_failure("validate_unknown_subset", ["validate", os.path.join(d, "unknown_subset", "job.json")],
+               ['names subset "alpacaeval-easyy"'], ranks=(0, 2))
 
 
 def bad_index(a):

@@ -55,6 +55,8 @@ write_bench(os.path.join(d, "v1.h5"), ["A", "B"], SUBS, isub, off, nc, sc)
 A_sec = {"Chat": 8 / 21, "Chat Hard": 1.0, "Safety": 0.5, "Reasoning": 1066 / 1148}
 B_sec = {"Chat": 0.0, "Chat Hard": 0.0, "Safety": 0.0, "Reasoning": 984 / 1148}
 res, out = run_job("v1", "v1.h5", allow_missing=True, bootstrap=40, compare=[["A", "B"]])
+code, vout, verr = run(["validate", os.path.join(d, "v1.json")])
+check(code == 0 and "valid" in vout, f"rmdiag validate accepts the input ({verr.strip()})")
 for name, secs in (("A", A_sec), ("B", B_sec)):
     m = model(res, name)
     for k, v in secs.items():

@@ -149,6 +149,9 @@ check(round(pmp["score"], 3) == 0.673, f"Better-PairRM with Prior Sets {pmp['sco
 close(pmp["score"], (2 * sum(secs.values()) + 0.724) / 9, "(2 sum + prior) / 9", rel=1e-15)
 close(pmp["score"], 0.672973812288488, "the recorded value", rel=1e-15)
 check(pm["score_ci95"] is None and pm["subsets"]["hep-go"]["wilson95"] is None, "no intervals from accuracies")
+with h5py.File(os.path.join(d, "out", "rb1.h5")) as f:
+    check(f["bench/item_credit"].shape == (6, 0), "accuracy input: an empty [M, 0] item_credit")
+    check(f["bench/subset_score"].shape[0] == 6, "subset_score [M, S]")
 # the format examples: sections from their own accuracies (the beaver file has integer accuracies 1)
 GPM = {"general-preference/GPM-Gemma-2-2B": (0.818436, 0.728070, 0.879730, 0.844192),
        "general-preference/GPM-Gemma-2-9B": (0.935754, 0.877193, 0.922973, 0.957106),

@@ -1084,10 +1084,9 @@ static int write_outputs(hid_t h5, const bench_plan *p, const double *credit, co
                          rd_status *st) {
   const bench_dims *d = &p->d;
   int64_t ds[2] = {d->M, d->S};
-  if (!d->accuracy_mode) {
-    int64_t dc[2] = {d->M, d->I};
-    RD_TRY(rd_h5_write_f64(h5, "/bench/item_credit", 2, dc, credit, st));
-  }
+  /* per-subset accuracies: no items, an empty [M, 0] item_credit */
+  int64_t dc[2] = {d->M, d->accuracy_mode ? 0 : d->I};
+  RD_TRY(rd_h5_write_f64(h5, "/bench/item_credit", 2, dc, credit, st));
   return rd_h5_write_f64(h5, "/bench/subset_score", 2, ds, subset_score, st);
 }
 
