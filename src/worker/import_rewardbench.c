@@ -160,14 +160,14 @@ static int add_item(rb_state *S, rb_model *m, const char *subset, const char *id
  * (a credit given directly, as custom classifiers and generative judges write). */
 static int v1_item(rb_state *S, rb_model *m, const cJSON *subset, const cJSON *id, const cJSON *sc, const cJSON *sr,
                    const cJSON *res, int32_t file, int64_t pos) {
-  char loc[1200], idb[512];
+  char loc[1200], idb[4096];
   where(S, file, pos, loc, sizeof loc);
   if (!cJSON_IsString(subset) || !subset->valuestring[0])
     return rd_fail(S->st, RD_EINPUT, "%s: key \"subset\": expected a subset name (string), got %s", loc,
                    type_name(subset));
   if (!id_text(id, idb, sizeof idb))
-    return rd_fail(S->st, RD_EINPUT, "%s: key \"id\": expected an item id (string or integer), got %s", loc,
-                   type_name(id));
+    return rd_fail(S->st, RD_EINPUT, "%s: key \"id\": expected an item id (a string of at most 4095 bytes, or an "
+                   "integer), got %s", loc, type_name(id));
   double v[2] = {0.0, 0.0}, given = NAN;
   int have_c = sc && !cJSON_IsNull(sc), have_r = sr && !cJSON_IsNull(sr);
   if (have_c || have_r) {
@@ -194,14 +194,14 @@ static int v1_item(rb_state *S, rb_model *m, const cJSON *subset, const cJSON *i
 /* One v2 item: num_correct and the list of scores, the preferred first. */
 static int v2_item(rb_state *S, rb_model *m, const cJSON *subset, const cJSON *id, const cJSON *nc,
                    const cJSON *scores, int32_t file, int64_t pos, double **buf, int64_t *bcap) {
-  char loc[1200], idb[512];
+  char loc[1200], idb[4096];
   where(S, file, pos, loc, sizeof loc);
   if (!cJSON_IsString(subset) || !subset->valuestring[0])
     return rd_fail(S->st, RD_EINPUT, "%s: key \"subset\": expected a subset name (string), got %s", loc,
                    type_name(subset));
   if (!id_text(id, idb, sizeof idb))
-    return rd_fail(S->st, RD_EINPUT, "%s: key \"id\": expected an item id (string or integer), got %s", loc,
-                   type_name(id));
+    return rd_fail(S->st, RD_EINPUT, "%s: key \"id\": expected an item id (a string of at most 4095 bytes, or an "
+                   "integer), got %s", loc, type_name(id));
   if (!rd_json_is_int(nc, 1, 1000000))
     return rd_fail(S->st, RD_EINPUT, "%s: key \"num_correct\": expected a positive integer, got %s", loc,
                    cJSON_IsNumber(nc) ? "another number" : type_name(nc));
