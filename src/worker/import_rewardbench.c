@@ -54,6 +54,7 @@ typedef struct rb_state {
   int mode;         /* 0 none yet, 1 per-item, 2 per-subset accuracies */
   int mode_file;
   int any_given;
+  uint8_t *is_list;  /* per file: rows given as one JSON list (positions are list elements) */
 } rb_state;
 
 static const char *fname(const rb_state *S, int32_t f) { return S->files[f]; }
@@ -61,6 +62,7 @@ static const char *fname(const rb_state *S, int32_t f) { return S->files[f]; }
 /* "FILE: line 12" or "FILE: item 17 of the parallel arrays". */
 static const char *where(const rb_state *S, int32_t file, int64_t pos, char *buf, size_t n) {
   if (pos >= 1) snprintf(buf, n, "%s: line %lld", fname(S, file), (long long)pos);
+  else if (S->is_list[file]) snprintf(buf, n, "%s: element %lld of the list", fname(S, file), (long long)(-pos - 1));
   else snprintf(buf, n, "%s: item %lld of the parallel arrays", fname(S, file), (long long)(-pos - 1));
   return buf;
 }
@@ -69,9 +71,11 @@ static const char *type_name(const cJSON *v) {
   if (!v) return "nothing";
   if (cJSON_IsNull(v)) return "null";
   if (cJSON_IsBool(v)) return "a boolean";
-  if (cJSON_IsNumber(v)) return "a number";
-  if (cJSON_IsString(v)) return "a string";
-  if (cJSON_IsArray(v)) return "a list";
+  if (cJSON_IsNumber(v))
+    return !isfinite(v->valuedouble) ? "a number out of range"
+           : v->valuedouble != floor(v->valuedouble) ? "a fractional number" : "a number";
+  if (cJSON_IsString(v)) return v->valuestring[0] ? "a string" : "an empty string";
+  if (cJSON_IsArray(v)) return cJSON_GetArraySize(v) == 0 ? "an empty list" : "a list";
   if (cJSON_IsObject(v)) return "an object";
   return "an invalid value";
 }
@@ -182,7 +186,7 @@ static int v1_item(rb_state *S, rb_model *m, const cJSON *subset, const cJSON *i
     if (cJSON_IsBool(res)) r = cJSON_IsTrue(res);
     else if (!score_value(res, &r) || r < 0.0 || r > 1.0)
       return rd_fail(S->st, RD_EINPUT, "%s: key \"results\": expected a credit between 0 and 1, got %s", loc,
-                     cJSON_IsNumber(res) ? "a number outside [0, 1]" : type_name(res));
+                     cJSON_IsNumber(res) && isfinite(res->valuedouble) ? "a number outside [0, 1]" : type_name(res));
     given = r;
   } else {
     return rd_fail(S->st, RD_EINPUT, "%s: item (subset \"%s\", id \"%s\") has neither \"scores_chosen\" and "
@@ -204,7 +208,7 @@ static int v2_item(rb_state *S, rb_model *m, const cJSON *subset, const cJSON *i
                    "integer), got %s", loc, type_name(id));
   if (!rd_json_is_int(nc, 1, 1000000))
     return rd_fail(S->st, RD_EINPUT, "%s: key \"num_correct\": expected a positive integer, got %s", loc,
-                   cJSON_IsNumber(nc) ? "another number" : type_name(nc));
+                   cJSON_IsNumber(nc) && nc->valuedouble == floor(nc->valuedouble) ? "a number out of range" : type_name(nc));
   if (!cJSON_IsArray(scores))
     return rd_fail(S->st, RD_EINPUT, "%s: key \"scores\": expected a list of scores, got %s", loc, type_name(scores));
   int n = cJSON_GetArraySize(scores), k = (int)nc->valuedouble;
@@ -222,7 +226,7 @@ static int v2_item(rb_state *S, rb_model *m, const cJSON *subset, const cJSON *i
   for (const cJSON *e = scores->child; e; e = e->next, j++)
     if (!score_value(e, &(*buf)[j]))
       return rd_fail(S->st, RD_EINPUT, "%s: key \"scores\"[%d]: expected a finite number or a one-element list, got %s",
-                     loc, j, cJSON_IsNumber(e) ? "a non-finite number" : type_name(e));
+                     loc, j, type_name(e));
   return add_item(S, m, subset->valuestring, idb, *buf, n, k, NAN, file, pos);
 }
 
@@ -446,6 +450,7 @@ static int parse_file(rb_state *S, int32_t file) {
     rl = malloc(sizeof *rl * (size_t)(total ? total : 1));
     if (!rows || !rl) rc = rd_fail(S->st, RD_EFAIL, "out of memory");
     if (rc == RD_OK && list) {
+      S->is_list[file] = 1;
       for (const cJSON *e = list->child; e; e = e->next) {
         rl[nr] = lines[0];
         rows[nr++] = e;
@@ -708,20 +713,28 @@ static int import_rb(int v2, int argc, char **argv, const char *out_path, FILE *
   S.cmd = cmd;
   S.st = st;
   S.files = calloc((size_t)(argc ? argc : 1), sizeof *S.files);
-  if (!S.files) return rd_fail(st, RD_EFAIL, "out of memory");
+  S.is_list = calloc((size_t)(argc ? argc : 1), 1);
+  if (!S.files || !S.is_list) {
+    free(S.files);
+    free(S.is_list);
+    return rd_fail(st, RD_EFAIL, "out of memory");
+  }
   for (int i = 0; i < argc; i++) {
     if (strcmp(argv[i], "--group") == 0 && i + 1 < argc) group = argv[++i];
     else if (argv[i][0] == '-' && argv[i][1]) {
       free(S.files);
+      free(S.is_list);
       return rd_fail(st, RD_EINPUT, "rmdiag import %s: unknown option %s", cmd, argv[i]);
     } else S.files[S.n_files++] = argv[i];
   }
   if (S.n_files == 0) {
     free(S.files);
+    free(S.is_list);
     return rd_fail(st, RD_EINPUT, "rmdiag import %s: no input files (one file per model)", cmd);
   }
   if (group[0] != '/') {
     free(S.files);
+    free(S.is_list);
     return rd_fail(st, RD_EINPUT, "rmdiag import %s: --group must start with '/'", cmd);
   }
   rd_idmap_init(&S.subsets, 64);
@@ -742,6 +755,7 @@ static int import_rb(int v2, int argc, char **argv, const char *out_path, FILE *
   }
   free(S.models);
   free(S.files);
+  free(S.is_list);
   rd_idmap_free(&S.subsets);
   rd_idmap_free(&S.keys);
   rd_idmap_free(&S.model_ids);
