@@ -1393,11 +1393,6 @@ int rd_import_numleak(int argc, char **argv, const char *out_path, FILE *log, rd
   if (parse_args(argc, argv, &S.o, st) != RD_OK) goto done;
   for (int p = 0; p < S.o.n_panels; p++)
     if (import_panel(&S, p) != RD_OK) goto done;
-  if (S.cells.n == 0) {
-    rd_fail(st, RD_EINPUT, "rmdiag import numleak: no panel row of model replies about a series (--as cells); the "
-            "leakage report needs at least one");
-    goto done;
-  }
   /* series named only by truth mappings (e.g. the residualisation's signal series) come after the panels' */
   for (int t = 0; t < S.o.n_truths; t++) {
     int64_t s = name_id(&S.series, S.o.truths[t].series);

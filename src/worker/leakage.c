@@ -217,8 +217,9 @@ static int leak_check_layout(hid_t f, const rd_job *job, leak_layout *L, rd_stat
     return rd_fail(st, RD_EINPUT, "%s: %s has %lld entries, expected one per series (%lld)", file,
                    L->ds[DS_FICTIONAL].path, (long long)L->ds[DS_FICTIONAL].dims[0],
                    (long long)L->ds[DS_SERIES_NAMES].dims[0]);
-  if (L->ds[DS_MODEL].dims[0] == 0)
-    return rd_fail(st, RD_EINPUT, "%s: %s is empty; expected at least one panel row", file, L->ds[DS_MODEL].path);
+  if (L->ds[DS_MODEL].dims[0] == 0 && !L->has_rank && !L->has_signal && !L->has_defense)
+    return rd_fail(st, RD_EINPUT, "%s: %s is empty and there are no rank/, signal/ or defense/ rows; expected at "
+                   "least one panel row", file, L->ds[DS_MODEL].path);
   if (L->ds[DS_MODEL].dims[0] > INT32_MAX)
     return rd_fail(st, RD_EINPUT, "%s: more than 2^31 panel rows", file);
   return RD_OK;
@@ -369,6 +370,9 @@ static int leak_read(hid_t f, const rd_job *job, const leak_layout *L, leak_data
     d->fictional = rd_malloc((size_t)(d->S ? d->S : 1), st, "series_fictional");
     if (!d->fictional) return st->code;
     RD_TRY(rd_h5_read_flag_rows(f, file, &ds[DS_FICTIONAL], 0, d->S, d->fictional, st));
+    /* the report lists fictional series only when the input has some */
+    d->has_fictional = 0;
+    for (int64_t s = 0; s < d->S; s++) d->has_fictional |= d->fictional[s];
   } else {
     d->fictional = rd_calloc((size_t)(d->S ? d->S : 1), 1, st, "series_fictional");
     if (!d->fictional) return st->code;
@@ -381,10 +385,10 @@ static int leak_read(hid_t f, const rd_job *job, const leak_layout *L, leak_data
   RD_TRY(read_i32(f, file, &ds[DS_SEED], INT32_MIN, INT32_MAX, NULL, &d->seed, &bad[3], st));
   RD_TRY(read_i32(f, file, &ds[DS_MONTH], INT32_MIN, INT32_MAX, NULL, &d->month, &bad[4], st));
   RD_TRY(read_f64(f, file, &ds[DS_VALUE], &d->value, st));
-  d->status = rd_malloc((size_t)d->Q, st, "status");
+  d->status = rd_malloc((size_t)(d->Q ? d->Q : 1), st, "status");
   if (!d->status) return st->code;
   {
-    int64_t *tmp = rd_malloc(sizeof(int64_t) * (size_t)d->Q, st, "status");
+    int64_t *tmp = rd_malloc(sizeof(int64_t) * (size_t)(d->Q ? d->Q : 1), st, "status");
     if (!tmp) return st->code;
     if (rd_h5_read_int_rows(f, file, &ds[DS_STATUS], 0, d->Q, tmp, st) != RD_OK) {
       free(tmp);
@@ -666,7 +670,7 @@ static int build_truth(leak_work *w, rd_status *st) {
   kv *t = malloc(sizeof(kv) * (size_t)(d->T ? d->T : 1));
   w->t_keys = malloc(sizeof(int64_t) * (size_t)(d->T ? d->T : 1));
   w->t_vals = malloc(sizeof(double) * (size_t)(d->T ? d->T : 1));
-  w->row_truth = malloc(sizeof(double) * (size_t)d->Q);
+  w->row_truth = malloc(sizeof(double) * (size_t)(d->Q ? d->Q : 1));
   if (!t || !w->t_keys || !w->t_vals || !w->row_truth) {
     free(t);
     return rd_fail(st, RD_EFAIL, "out of memory for the truth table");
@@ -693,10 +697,11 @@ static int build_truth(leak_work *w, rd_status *st) {
 static int build_cells(leak_work *w, rd_status *st) {
   const leak_data *d = w->d;
   int64_t Q = d->Q;
-  kv *k = malloc(sizeof(kv) * (size_t)Q);
-  w->row_cell = malloc(sizeof(int32_t) * (size_t)Q);
-  w->cell_key = malloc(sizeof(int64_t) * (size_t)Q);
-  w->cell_rows = malloc(sizeof(int64_t) * (size_t)Q);
+  size_t q1 = (size_t)(Q ? Q : 1);
+  kv *k = malloc(sizeof(kv) * q1);
+  w->row_cell = malloc(sizeof(int32_t) * q1);
+  w->cell_key = malloc(sizeof(int64_t) * q1);
+  w->cell_rows = malloc(sizeof(int64_t) * q1);
   w->cell_off = malloc(sizeof(int64_t) * (size_t)(Q + 1));
   if (!k || !w->row_cell || !w->cell_key || !w->cell_rows || !w->cell_off) {
     free(k);
@@ -1092,9 +1097,9 @@ static int task_cell(const leak_work *w, int64_t c, dvec *out) {
 /* Fictional series, per model: [model, n_rows, n_parsed, parse_rate, lo, hi, n_entropy, mean, median]. */
 static int task_fictional(const leak_work *w, dvec *out) {
   const leak_data *d = w->d;
-  int64_t *nr = calloc((size_t)d->M, sizeof(int64_t)), *npz = calloc((size_t)d->M, sizeof(int64_t));
-  int64_t *any = calloc((size_t)d->M, sizeof(int64_t));
-  double *ent = malloc(sizeof(double) * (size_t)d->Q);
+  size_t m1 = (size_t)(d->M ? d->M : 1);
+  int64_t *nr = calloc(m1, sizeof(int64_t)), *npz = calloc(m1, sizeof(int64_t)), *any = calloc(m1, sizeof(int64_t));
+  double *ent = malloc(sizeof(double) * (size_t)(d->Q ? d->Q : 1));
   int rc = (nr && npz && any && ent) ? 0 : -1;
   for (int64_t i = 0; i < d->Q && rc == 0; i++) {
     if (!d->fictional[d->series[i]]) continue;
@@ -1650,8 +1655,8 @@ static int leak_report(const rd_ctx *ctx, const rd_job *job, const leak_work *w,
 static int leak_write_h5(hid_t h5, const leak_work *w, rd_status *st) {
   const leak_data *d = w->d;
   int64_t Q = d->Q;
-  double *ae = malloc(sizeof(double) * (size_t)Q);
-  uint8_t *wi = malloc((size_t)Q);
+  double *ae = malloc(sizeof(double) * (size_t)(Q ? Q : 1));
+  uint8_t *wi = malloc((size_t)(Q ? Q : 1));
   if (!ae || !wi) {
     free(ae), free(wi);
     return rd_fail(st, RD_EFAIL, "out of memory");
