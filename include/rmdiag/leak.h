@@ -72,7 +72,8 @@ int rd_leak_bootstrap_cpu(const rd_leak_boot *in, int64_t k0, int64_t k1, double
 int rd_leak_null_cpu(const rd_leak_null *in, int64_t k0, int64_t k1, int32_t *used, int32_t *hits);
 
 /* r* and mae* of one replicate from its n draws' sums s[0..5] (same order as a row); r* is NaN
- * when the resample has no spread in either variable or n < 3. Shared by every backend. */
+ * when the resample has no spread in either variable or n < 3, and clipped to [-1, 1]. Shared by
+ * every backend. */
 #ifdef __CUDACC__
 __host__ __device__
 #endif
@@ -82,7 +83,9 @@ static inline void rd_leak_boot_finish(const double s[6], int64_t n, double *r, 
   double cxy = nn * s[4] - s[0] * s[1];
   /* a resample of one repeated value leaves only rounding in vx or vy: undefined */
   int ok = n >= 3 && vx > 1e-12 * nn * s[2] && vy > 1e-12 * nn * s[3];
-  *r = ok ? cxy / sqrt(vx * vy) : (double)NAN;
+  double rr = ok ? cxy / sqrt(vx * vy) : (double)NAN;
+  /* rounding can carry |r| past 1 (e.g. an exactly linear resample): clipped, as numpy's corrcoef does */
+  *r = rr > 1.0 ? 1.0 : rr < -1.0 ? -1.0 : rr;
   *mae = n > 0 ? s[5] / nn : (double)NAN;
 }
 

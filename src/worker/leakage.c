@@ -970,7 +970,7 @@ static void metrics_of(const leak_work *w, const int64_t *rows, int64_t n, doubl
       sxx += de * de;
       syy += dt * dt;
     }
-    if (ns >= 3 && sxx > 0 && syy > 0) r = sxy / sqrt(sxx * syy);
+    if (ns >= 3 && sxx > 0 && syy > 0) r = fmax(-1.0, fmin(1.0, sxy / sqrt(sxx * syy)));
     if (syy > 0) {
       slope = sxy / syy;
       intercept = me - slope * mt;
@@ -1176,7 +1176,7 @@ static double pearson(const double *x, const double *y, int64_t n) {
     sxx += dx * dx;
     syy += dy * dy;
   }
-  return (sxx > 0 && syy > 0) ? sxy / sqrt(sxx * syy) : NAN;
+  return (sxx > 0 && syy > 0) ? fmax(-1.0, fmin(1.0, sxy / sqrt(sxx * syy))) : NAN;
 }
 
 /* Residualisation, per model: [model, n, gamma, r_signal_truth, r_residual_truth, leak_share, r_signal_recall]. */
