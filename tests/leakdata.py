@@ -218,3 +218,69 @@ def pearson(x, y):
     dx, dy = x - x.mean(), y - y.mean()
     sxx, syy = (dx * dx).sum(), (dy * dy).sum()
     return None if sxx == 0 or syy == 0 else float((dx * dy).sum() / math.sqrt(sxx * syy))
+
+
+def gen_panel(path, M=5, S=6, V=2, K=3, T=240, seed=0, fictional=True, controls=True, chunked=True):
+    """A synthetic panel in the SPEC §6 layout: strong / partial / no recall cells, refusals, excluded
+    rows, exact zeros in truth and estimates, |est - truth| = 0.25 exactly, months without truth, a
+    fictional series, entropy, and ranking, signal and defense rows. Returns the arrays used."""
+    import h5py
+    rng = np.random.default_rng(seed)
+    months = np.array([199001 + 100 * (t // 12) + t % 12 for t in range(T)], np.int32)
+    truth = np.round(rng.normal(0.3, 3.0, (S, T)), 2)
+    truth[rng.random((S, T)) < 0.01] = 0.0
+    mm, ss, vv, kk, tt = (a.ravel() for a in np.meshgrid(np.arange(M), np.arange(S), np.arange(V), np.arange(K),
+                                                           np.arange(T), indexing="ij"))
+    Q = mm.size
+    kind = rng.integers(0, 3, (M, S))
+    y = truth[ss, tt]
+    k = kind[mm, ss]
+    est = np.where(k == 0, y + rng.normal(0, 0.15, Q), np.where(k == 1, 0.5 * y + rng.normal(0, 2, Q),
+                                                                  rng.normal(0.3, 3, Q)))
+    u = rng.random(Q)
+    est = np.where(u < 0.05, y + np.where(u < 0.025, 0.25, -0.25), est)
+    est = np.round(np.where(u > 0.99, 0.0, est), 2)
+    v = rng.random(Q)
+    status = np.where(v < 0.03, 2, np.where(v < 0.15, 1, 0)).astype(np.uint8)
+    fict = np.zeros(S, np.uint8)
+    if fictional:
+        fict[S - 1] = 1
+    value = np.where(status == 0, est, np.nan)
+    ent = np.where(rng.random(Q) < 0.1, np.nan, rng.gamma(2, 0.3, Q))
+    order = rng.permutation(Q)
+    kw = dict(chunks=True, compression="gzip", compression_opts=1) if chunked else {}
+    with h5py.File(path, "w") as f:
+        g = f.create_group("leak")
+        st = h5py.string_dtype("utf-8")
+        g.create_dataset("model_names", data=[f"model-{i}" for i in range(M - 1)] + ["modèle-ü"], dtype=st)
+        g.create_dataset("series_names", data=[f"S{i}" for i in range(S)], dtype=st)
+        g.create_dataset("variant_names", data=[chr(65 + i) for i in range(V)], dtype=st)
+        g["series_fictional"] = fict
+        for name, a in (("model", mm), ("series", ss), ("variant", vv), ("seed", kk + 1), ("month", months[tt])):
+            g.create_dataset(name, data=a[order].astype(np.int32), **kw)
+        g.create_dataset("value", data=value[order], **kw)
+        g.create_dataset("status", data=status[order], **kw)
+        g.create_dataset("entropy_bits", data=ent[order], **kw)
+        keep = np.ones((S, T), bool)
+        keep[:, :3] = False                      # the first months have no truth
+        keep[S - 1] = False                      # the fictional series has none
+        ts, tm = np.nonzero(keep)
+        g["truth_series"], g["truth_month"], g["truth_value"] = ts.astype(np.int32), months[tm], truth[ts, tm]
+        if controls:
+            n = 400
+            r = f.create_group("leak/rank")
+            r["model"], r["series"] = rng.integers(0, M, n).astype(np.int32), rng.integers(0, S - 1, n).astype(np.int32)
+            r["month_a"], r["month_b"] = months[rng.integers(0, T, n)], months[rng.integers(0, T, n)]
+            r["pick"] = rng.integers(-1, 2, n).astype(np.int8)
+            s = f.create_group("leak/signal")
+            ti = rng.integers(0, T, n)
+            s["model"], s["month"] = rng.integers(0, M, n).astype(np.int32), months[ti]
+            s["recall"] = truth[0, ti] + rng.normal(0, 0.5, n)
+            s["signal"] = np.where(rng.random(n) < 0.05, np.nan, 0.1 * s["recall"][...] + rng.normal(0, 0.3, n))
+            e = f.create_group("leak/defense")
+            e["defense"], e["attack"] = rng.integers(0, 3, n).astype(np.int32), rng.integers(0, 4, n).astype(np.int32)
+            e["model"], e["month"] = rng.integers(0, M, n).astype(np.int32), months[rng.integers(0, 20, n)]
+            e["blocked"] = (rng.random(n) < 0.7).astype(np.uint8)
+            e.create_dataset("defense_names", data=["none", "soft", "strong"], dtype=st)
+            e.create_dataset("attack_names", data=["benign", "a0", "a1", "a2"], dtype=st)
+    return dict(order=order, truth=truth, months=months, fict=fict, keep=keep)
