@@ -1171,12 +1171,20 @@ static int read_truth(const nl_opts *o, const truth_map *tm, tseries *out, rd_st
   char *text = NULL;
   size_t len = 0;
   RD_TRY(read_file(tm->file, &text, &len, st));
-  /* French when the first non-empty line has no comma or starts with one (the header ",Mkt-RF,...") */
-  size_t a = 0;
-  while (a < len && (text[a] == '\n' || text[a] == '\r' || text[a] == ' ' || text[a] == '\t')) a++;
-  size_t e = a;
-  while (e < len && text[e] != '\n') e++;
-  int french = memchr(text + a, ',', e - a) == NULL || text[a] == ',';
+  /* French when some line starts with a comma and a name (the header ",Mkt-RF,SMB,..."); FRED and
+   * month,value files start with a named first column */
+  int french = 0;
+  for (size_t i = 0; i < len && !french;) {
+    size_t k = i;
+    while (k < len && (text[k] == ' ' || text[k] == '\t')) k++;
+    if (k < len && text[k] == ',') {
+      k++;
+      while (k < len && (text[k] == ' ' || text[k] == '\t')) k++;
+      french = k < len && ((text[k] >= 'A' && text[k] <= 'Z') || (text[k] >= 'a' && text[k] <= 'z'));
+    }
+    while (i < len && text[i] != '\n') i++;
+    i++;
+  }
   tseries raw = {0};
   int rc;
   if (french) {
