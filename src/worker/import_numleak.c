@@ -573,8 +573,7 @@ static int passes_where(const panel_opts *p, const cJSON *obj) {
   char buf[1024];
   for (int k = 0; k < p->n_wheres; k++) {
     const cJSON *v = json_at(obj, p->wheres[k].path);
-    if (!v) return 0;
-    if (cJSON_IsNull(v)) snprintf(buf, sizeof buf, "null");
+    if (!v || cJSON_IsNull(v)) snprintf(buf, sizeof buf, "null");  /* absent matches null */
     else if (!json_text(v, buf, sizeof buf)) return 0;
     int ok = 0;
     for (const char *s = p->wheres[k].values; !ok;) {
