@@ -1405,6 +1405,20 @@ typedef struct cell_summary {
   double n, parse, r, mae, within, sign, selectivity;
 } cell_summary;
 
+/* A name in `width` columns: cut or padded by code points, so UTF-8 names line up. */
+static void put_cell(FILE *fp, const char *s, int width) {
+  int cols = 0;
+  const char *p = s;
+  while (*p && cols < width) {
+    const char *q = p + 1;
+    while ((*q & 0xC0) == 0x80) q++;
+    fwrite(p, 1, (size_t)(q - p), fp);
+    p = q;
+    cols++;
+  }
+  for (; cols <= width; cols++) fputc(' ', fp);
+}
+
 static void print_table(FILE *fp, const rd_job *job, const leak_work *w, const cell_summary *cs) {
   const leak_data *d = w->d;
   fprintf(fp, "%s: leakage, %lld cells (within: |est - truth| %s %g, %s)\n", job->name, (long long)w->C,
@@ -1421,8 +1435,10 @@ static void print_table(FILE *fp, const rd_job *job, const leak_work *w, const c
     fmt_num(a[3], 32, cs[c].within, "%.3f");
     fmt_num(a[4], 32, cs[c].sign, "%.3f");
     fmt_num(a[5], 32, cs[c].selectivity, "%.2f");
-    fprintf(fp, "%-24.24s %-10.10s %-8.8s %6.0f %6s %7s %8s %7s %6s %7s\n", name_of(d, 0, m), name_of(d, 1, s),
-            name_of(d, 2, v), cs[c].n, a[0], a[1], a[2], a[3], a[4], a[5]);
+    put_cell(fp, name_of(d, 0, m), 24);
+    put_cell(fp, name_of(d, 1, s), 10);
+    put_cell(fp, name_of(d, 2, v), 8);
+    fprintf(fp, "%6.0f %6s %7s %8s %7s %6s %7s\n", cs[c].n, a[0], a[1], a[2], a[3], a[4], a[5]);
   }
 }
 
