@@ -348,6 +348,48 @@ static int64_t find_name(const leak_names *nm, const char *name) {
   return -1;
 }
 
+/* The first problem of panel row i (the dataset's name, with what was expected in `detail`), or NULL.
+ * Out-of-range integers were marked INT32_MIN (or recorded in bad[]) when read. */
+static const char *row_problem(const leak_data *d, const int64_t *bad, int64_t i, char *detail, size_t n) {
+  if (d->model[i] == INT32_MIN) {
+    snprintf(detail, n, "an index into model_names (0..%lld)", (long long)d->M - 1);
+    return "model";
+  }
+  if (d->series[i] == INT32_MIN) {
+    snprintf(detail, n, "an index into series_names (0..%lld)", (long long)d->S - 1);
+    return "series";
+  }
+  if (d->variant[i] == INT32_MIN) {
+    snprintf(detail, n, "an index into variant_names (0..%lld)", (long long)d->V - 1);
+    return "variant";
+  }
+  if (bad[3] == i) {
+    snprintf(detail, n, "an int32 seed");
+    return "seed";
+  }
+  if (bad[4] == i || !valid_month(d->month[i])) {
+    snprintf(detail, n, "a month YYYYMM (MM 01-12), got %d", d->month[i]);
+    return "month";
+  }
+  if (d->status[i] == 255) {
+    snprintf(detail, n, "0 (parsed), 1 (no number) or 2 (excluded)");
+    return "status";
+  }
+  if (d->status[i] == 0 && !isfinite(d->value[i])) {
+    snprintf(detail, n, "a finite value with status 0 (parsed), got %g", d->value[i]);
+    return "value";
+  }
+  if (d->status[i] != 0 && !isnan(d->value[i])) {
+    snprintf(detail, n, "NaN with status %d (no parsed number), got %.17g", d->status[i], d->value[i]);
+    return "value";
+  }
+  if (d->has_entropy && !isnan(d->entropy[i]) && !(isfinite(d->entropy[i]) && d->entropy[i] >= 0)) {
+    snprintf(detail, n, "a finite entropy >= 0 or NaN, got %g", d->entropy[i]);
+    return "entropy_bits";
+  }
+  return NULL;
+}
+
 /* Rank 0: reads every dataset and checks every value; errors name the lowest offending row. */
 static int leak_read(hid_t f, const rd_job *job, const leak_layout *L, leak_data *d, rd_status *st) {
   const leak_opts *o = job->opts;
@@ -399,20 +441,8 @@ static int leak_read(hid_t f, const rd_job *job, const leak_layout *L, leak_data
   }
   if (d->has_entropy) RD_TRY(read_f64(f, file, &ds[DS_ENTROPY], &d->entropy, st));
   for (int64_t i = 0; i < d->Q; i++) {
-    const char *what = NULL;
-    char detail[200] = "";
-    if (d->model[i] == INT32_MIN) what = "model", snprintf(detail, sizeof detail, "an index into model_names (0..%lld)", (long long)d->M - 1);
-    else if (d->series[i] == INT32_MIN) what = "series", snprintf(detail, sizeof detail, "an index into series_names (0..%lld)", (long long)d->S - 1);
-    else if (d->variant[i] == INT32_MIN) what = "variant", snprintf(detail, sizeof detail, "an index into variant_names (0..%lld)", (long long)d->V - 1);
-    else if (bad[3] == i) what = "seed", snprintf(detail, sizeof detail, "an int32 seed");
-    else if (bad[4] == i || !valid_month(d->month[i])) what = "month", snprintf(detail, sizeof detail, "a month YYYYMM (MM 01-12), got %d", d->month[i]);
-    else if (d->status[i] == 255) what = "status", snprintf(detail, sizeof detail, "0 (parsed), 1 (no number) or 2 (excluded)");
-    else if (d->status[i] == 0 && !isfinite(d->value[i]))
-      what = "value", snprintf(detail, sizeof detail, "a finite value with status 0 (parsed), got %g", d->value[i]);
-    else if (d->status[i] != 0 && !isnan(d->value[i]))
-      what = "value", snprintf(detail, sizeof detail, "NaN with status %d (no parsed number), got %.17g", d->status[i], d->value[i]);
-    else if (d->has_entropy && !isnan(d->entropy[i]) && !(isfinite(d->entropy[i]) && d->entropy[i] >= 0))
-      what = "entropy_bits", snprintf(detail, sizeof detail, "a finite entropy >= 0 or NaN, got %g", d->entropy[i]);
+    char detail[200];
+    const char *what = row_problem(d, bad, i, detail, sizeof detail);
     if (what)
       return rd_fail_at(st, RD_EINPUT, i, "%s: %s/%s: row %lld: expected %s", file, job->group, what, (long long)i, detail);
   }
@@ -788,6 +818,11 @@ static int build_boot(leak_work *w, const rd_stream *stream, rd_status *st) {
   return RD_OK;
 }
 
+static int cmp_i32(const void *a, const void *b) {
+  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  return (x > y) - (x < y);
+}
+
 /* The factor-shuffle tables: per (model, variant), the mean parsed estimate of every series and month;
  * per target cell, the months with a scored row and, per sibling, whether it has an estimate that
  * month and whether that estimate is within tolerance of the target's truth. */
@@ -843,13 +878,8 @@ static int build_null(leak_work *w, const rd_stream *stream, rd_status *st) {
       int64_t i = w->cell_rows[j];
       if (d->status[i] == 0 && !isnan(w->row_truth[i])) months[nm++] = d->month[i];
     }
-    /* distinct months, ascending (insertion into a sorted prefix is fine for panels of this size) */
-    for (int64_t a = 1; a < nm; a++) {
-      int32_t x = months[a];
-      int64_t b = a;
-      while (b > 0 && months[b - 1] > x) months[b] = months[b - 1], b--;
-      months[b] = x;
-    }
+    /* distinct months, ascending */
+    qsort(months, (size_t)nm, sizeof *months, cmp_i32);
     int64_t nd = 0;
     for (int64_t a = 0; a < nm; a++)
       if (a == 0 || months[a] != months[a - 1]) months[nd++] = months[a];
@@ -1560,7 +1590,6 @@ static int leak_report(const rd_ctx *ctx, const rd_job *job, const leak_work *w,
     rd_json_add(e, "entropy_median", rd_json_num(v[pos + 2]));
     cJSON_AddItemToArray(cells, e);
     cs[c] = (cell_summary){v[MT_NSCORED], v[MT_PR], v[MT_R], v[MT_MAE], v[MT_WITHIN], v[MT_SIGN], sel};
-    (void)lens;
   }
   if (hold) {
     cJSON_AddNumberToObject(r, "holdout_from", o->holdout_from);
