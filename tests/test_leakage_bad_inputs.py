@@ -128,6 +128,8 @@ def empty(g):
 
 
 case("missing_truth_value", drop("truth_value"), expect=["dataset /leak/truth_value is missing"])
+expect_fail("validate: missing dataset", ["validate", os.path.join(d, "missing_truth_value", "job.json")],
+            ["dataset /leak/truth_value is missing", "float64 truth values [T]"])
 case("short_value", shorten("value"), expect=["/leak/value has", "expected the same length"])
 case("empty_panel", empty, expect=["/leak/model is empty", "at least one panel row"])
 
