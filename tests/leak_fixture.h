@@ -44,7 +44,7 @@ static void leak_fixture_make(leak_fixture *f, int64_t B, int64_t P) {
     free(e), free(t);
   }
   f->boot = (rd_leak_boot){.n_cells = 6, .B = B, .row_off = f->row_off, .rows = f->rows, .cell_id = f->cell_id,
-                           .key = {s.key[0], s.key[1]}};
+                           .stream = s};
   f->month_off[0] = 0;
   for (int t = 0; t < 5; t++) {
     f->month_off[t + 1] = f->month_off[t] + months[t];
@@ -58,7 +58,7 @@ static void leak_fixture_make(leak_fixture *f, int64_t B, int64_t P) {
     f->hit[i] = f->avail[i] & (uint32_t)(rd_rng_u64(&s, 98, (uint64_t)i) & 0x1f);
   }
   f->null = (rd_leak_null){.n_targets = 5, .P = P, .n_sib = 5, .month_off = f->month_off, .avail = f->avail,
-                           .hit = f->hit, .target_id = f->target_id, .key = {s.key[1], s.key[0]}};
+                           .hit = f->hit, .target_id = f->target_id, .stream = {{s.key[1], s.key[0]}}};
 }
 
 static void leak_fixture_free(leak_fixture *f) {

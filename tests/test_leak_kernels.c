@@ -1,6 +1,6 @@
 /* The leakage CPU kernels against plain scalar restatements of their definitions (leak.h): the batch
- * generator against rd_leak_below draw by draw (CTest runs it once per instruction set through
- * RMDIAG_LEAK_ISA), a bootstrap
+ * generator against rd_rng_below_u32 draw by draw (CTest runs it once per instruction set through
+ * RMDIAG_RNG_ISA), a bootstrap
  * replicate against a scalar loop over rd_leak_below draws, a null draw likewise; and any split of the
  * flat range into calls gives the same bits. */
 #include <math.h>
@@ -22,14 +22,14 @@ int main(void) {
   for (size_t a = 0; a < sizeof counts / sizeof counts[0]; a++)
     for (size_t b = 0; b < sizeof ns / sizeof ns[0]; b++) {
       uint64_t rep = ((uint64_t)a << 32) | (b * 977u);
-      rd_leak_below_fill(s.key, rep, ns[b], counts[a], out);
-      for (int64_t j = 0; j < counts[a]; j++) bad += out[j] != rd_leak_below(s.key, rep, (uint64_t)j, ns[b]);
+      rd_rng_below_u32_fill(&s, rep, ns[b], counts[a], out);
+      for (int64_t j = 0; j < counts[a]; j++) bad += out[j] != rd_rng_below_u32(&s, rep, (uint64_t)j, ns[b]);
     }
-  CHECK(bad == 0, "%lld batch draws differ from rd_leak_below", (long long)bad);
+  CHECK(bad == 0, "%lld batch draws differ from rd_rng_below_u32", (long long)bad);
   /* a counter past 2^32 blocks (draws past 2^34) carries into the second counter word */
   uint32_t far[4];
-  for (int q = 0; q < 4; q++) far[q] = rd_leak_below(s.key, 5, (1ull << 34) + (uint64_t)q, 1000);
-  CHECK(far[0] != rd_leak_below(s.key, 5, 0, 1000) || far[1] != rd_leak_below(s.key, 5, 1, 1000),
+  for (int q = 0; q < 4; q++) far[q] = rd_rng_below_u32(&s, 5, (1ull << 34) + (uint64_t)q, 1000);
+  CHECK(far[0] != rd_rng_below_u32(&s, 5, 0, 1000) || far[1] != rd_rng_below_u32(&s, 5, 1, 1000),
         "draw 2^34 is not draw 0");
 
   const int64_t B = 97, P = 61;
@@ -45,7 +45,7 @@ int main(void) {
     double sums[6] = {0, 0, 0, 0, 0, 0}, rr, mm;
     uint64_t rep = (f.cell_id[c] << 32) | (uint64_t)b;
     for (int64_t j = 0; j < n; j++) {
-      const double *row = f.rows + 8 * (f.row_off[c] + rd_leak_below(f.boot.key, rep, (uint64_t)j, (uint32_t)n));
+      const double *row = f.rows + 8 * (f.row_off[c] + rd_rng_below_u32(&f.boot.stream, rep, (uint64_t)j, (uint32_t)n));
       for (int x = 0; x < 6; x++) sums[x] += row[x];
     }
     rd_leak_boot_finish(sums, n, &rr, &mm);
@@ -75,7 +75,7 @@ int main(void) {
     int64_t t = k / P, p = k % P;
     int32_t uu = 0, hh = 0;
     for (int64_t i = f.month_off[t]; i < f.month_off[t + 1]; i++) {
-      uint32_t j = rd_leak_below(f.null.key, (f.target_id[t] << 32) | (uint64_t)p, (uint64_t)(i - f.month_off[t]), 5);
+      uint32_t j = rd_rng_below_u32(&f.null.stream, (f.target_id[t] << 32) | (uint64_t)p, (uint64_t)(i - f.month_off[t]), 5);
       uu += (f.avail[i] >> j) & 1;
       hh += (f.hit[i] >> j) & 1;
     }

@@ -14,7 +14,7 @@ job = {"name": "det", "kind": "leakage", "input": "in.h5", "bootstrap": 301, "nu
        "family": ["S0", "S1", "S2", "S3", "S4"], "holdout_from": 199801, "signal_series": "S0"}
 outs = {}
 for key, ranks, env in (("p", 0, None), ("1", 1, None), ("2", 2, None), ("3", 3, None), ("4", 4, None),
-                        ("2-avx2", 2, {"RMDIAG_LEAK_ISA": "avx2"}), ("1-scalar", 1, {"RMDIAG_LEAK_ISA": "scalar"})):
+                        ("2-avx2", 2, {"RMDIAG_RNG_ISA": "avx2"}), ("1-scalar", 1, {"RMDIAG_RNG_ISA": "scalar"})):
     write_job(os.path.join(d, f"job{key}.json"), [job], output_dir=f"out{key}", seed=7)
     code, _, err = run(["run", os.path.join(d, f"job{key}.json"), "--quiet", "--backend", "cpu"], ranks=ranks, env=env)
     check(code == 0, f"{key}: exit {code} ({err})")

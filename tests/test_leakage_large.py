@@ -102,7 +102,7 @@ print(f"worst difference of the deterministic metrics: {worst:.3g}")
 
 # ---- replaying the draws ----
 def leak_below(key, rep_id, count, n):
-    """rd_leak_below for draws 0..count-1: word j % 4 of Philox block j // 4, times n, high 32 bits."""
+    """rd_rng_below_u32 for draws 0..count-1: word j % 4 of Philox block j // 4, times n, high 32 bits."""
     nb = (count + 3) // 4
     blocks = np.arange(nb, dtype=np.uint64)
     w = philox4x32_10(blocks, np.zeros_like(blocks), np.full_like(blocks, rep_id & 0xFFFFFFFF),

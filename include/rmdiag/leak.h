@@ -14,7 +14,7 @@
  * Cell c owns the packed rows row_off[c] .. row_off[c+1]-1. Each row is 8 doubles:
  * (de, dt, de*de, dt*dt, de*dt, |e - t|, 0, 0) with de = e - mean(e), dt = t - mean(t) over the
  * cell's scored rows. Replicate b of cell c is the flat index k = c*B + b; it draws n_c row
- * indices rd_leak_below(key, (cell_id[c] << 32) | b, j, n_c), j = 0..n_c-1, sums the drawn rows
+ * indices rd_rng_below_u32(stream, (cell_id[c] << 32) | b, j, n_c), j = 0..n_c-1, sums the drawn rows
  * in draw order and turns the sums into r* and mae* (rd_leak_boot_finish). */
 typedef struct rd_leak_boot {
   int64_t n_cells;
@@ -22,7 +22,7 @@ typedef struct rd_leak_boot {
   const int64_t *row_off;    /* [n_cells + 1] */
   const double *rows;        /* [row_off[n_cells]][8] */
   const uint64_t *cell_id;   /* [n_cells] stream id of each cell */
-  uint32_t key[2];           /* the stream's key (rd_stream) */
+  rd_stream stream;          /* purpose leak.bootstrap */
 } rd_leak_boot;
 
 /* ---- factor-shuffle null ----------------------------------------------------------------------
@@ -30,7 +30,7 @@ typedef struct rd_leak_boot {
  * scored row, in month order). For each such month, bit j of avail is set when sibling j has an
  * estimate that month, bit j of hit when that estimate is within tolerance of the target's truth.
  * Draw p of target t is the flat index k = t*P + p: month i (position i within the target)
- * draws sibling j = rd_leak_below(key, (target_id[t] << 32) | p, i, n_sib); the draw's counts
+ * draws sibling j = rd_rng_below_u32(stream, (target_id[t] << 32) | p, i, n_sib); the draw's counts
  * are the months whose sibling has an estimate (used) and those that are within (hits). */
 typedef struct rd_leak_null {
   int64_t n_targets;
@@ -39,23 +39,8 @@ typedef struct rd_leak_null {
   const int64_t *month_off;   /* [n_targets + 1] */
   const uint32_t *avail, *hit;/* [month_off[n_targets]] bit masks */
   const uint64_t *target_id;  /* [n_targets] */
-  uint32_t key[2];
+  rd_stream stream;           /* purpose leak.null */
 } rd_leak_null;
-
-/* Draw j of replicate `rep` as an integer below n: the 32-bit word j mod 4 of the Philox4x32-10
- * block with counter (j / 4, j / 2^34, rep, rep >> 32) under the stream's key, times n, high word
- * (a bias below n / 2^32). Four draws per block: the resampling kernels need hundreds of millions. */
-static inline RD_HD uint32_t rd_leak_below(const uint32_t key[2], uint64_t rep, uint64_t j, uint32_t n) {
-  uint32_t ctr[4] = {(uint32_t)(j >> 2), (uint32_t)(j >> 34), (uint32_t)rep, (uint32_t)(rep >> 32)}, out[4];
-  rd_philox4x32_10(ctr, key, out);
-  return (uint32_t)(((uint64_t)out[j & 3] * n) >> 32);
-}
-
-#ifndef __CUDACC__
-/* Draws 0..count-1 (count < 2^34) of replicate `rep` below n, as rd_leak_below gives them, a batch of
- * 64 at a time (vectorized). `out` must hold count rounded up to a multiple of 64. */
-void rd_leak_below_fill(const uint32_t key[2], uint64_t rep, uint32_t n, int64_t count, uint32_t *out);
-#endif
 
 /* The kernel table (rd_backend.leak). Each entry computes the flat range [k0, k1) and writes
  * element k - k0 of its outputs; returns 0, or non-zero with a message in err. A NULL table or

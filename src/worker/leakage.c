@@ -814,7 +814,7 @@ static int build_boot(leak_work *w, const rd_stream *stream, rd_status *st) {
   }
   w->NB = nb;
   w->boot = (rd_leak_boot){.n_cells = nb, .B = w->o->bootstrap, .row_off = w->boot_off, .rows = w->boot_rows,
-                           .cell_id = w->boot_id, .key = {stream->key[0], stream->key[1]}};
+                           .cell_id = w->boot_id, .stream = *stream};
   return RD_OK;
 }
 
@@ -918,7 +918,7 @@ static int build_null(leak_work *w, const rd_stream *stream, rd_status *st) {
   w->null_hit = ht;
   w->null = (rd_leak_null){.n_targets = w->NT, .P = w->o->null_permutations, .n_sib = (uint32_t)(F - 1),
                            .month_off = w->null_off, .avail = av, .hit = ht, .target_id = w->null_id,
-                           .key = {stream->key[0], stream->key[1]}};
+                           .stream = *stream};
   return rc;
 }
 

@@ -1,6 +1,6 @@
 // CUDA kernels of the leakage report: bootstrap replicates of the cells' scored rows and factor-shuffle
-// null draws, one thread per replicate or draw. Each thread makes the same draws (rd_leak_below: Philox
-// blocks of four 32-bit words) and the same additions in the same order as the CPU reference
+// null draws, one thread per replicate or draw. Each thread makes the same draws (rd_rng_below_u32:
+// Philox blocks of four 32-bit words) and the same additions in the same order as the CPU reference
 // (src/kernels/leak_cpu.c); built with --fmad=false, so the results agree bit for bit.
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -87,7 +87,7 @@ static int leak_cuda_bootstrap(const rd_leak_boot *in, int64_t k0, int64_t k1, d
   {
     int threads = 128;
     int64_t blocks = (count + threads - 1) / threads;
-    leak_boot_kernel<<<(unsigned)blocks, threads>>>(d_off, d_rows, d_id, in->B, in->key[0], in->key[1], k0, count, d_r,
+    leak_boot_kernel<<<(unsigned)blocks, threads>>>(d_off, d_rows, d_id, in->B, in->stream.key[0], in->stream.key[1], k0, count, d_r,
                                                     d_m);
   }
   LEAK_CUDA_TRY(cudaGetLastError(), err, errlen);
@@ -130,7 +130,7 @@ static int leak_cuda_null(const rd_leak_null *in, int64_t k0, int64_t k1, int32_
   {
     int threads = 128;
     int64_t blocks = (count + threads - 1) / threads;
-    leak_null_kernel<<<(unsigned)blocks, threads>>>(d_off, d_av, d_ht, d_id, in->P, in->n_sib, in->key[0], in->key[1],
+    leak_null_kernel<<<(unsigned)blocks, threads>>>(d_off, d_av, d_ht, d_id, in->P, in->n_sib, in->stream.key[0], in->stream.key[1],
                                                     k0, count, d_u, d_h);
   }
   LEAK_CUDA_TRY(cudaGetLastError(), err, errlen);
