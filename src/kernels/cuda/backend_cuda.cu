@@ -115,8 +115,11 @@ cleanup:
   return rc;
 }
 
+// The kinds' kernel tables, each in its own file beside this one.
+extern "C" const struct rd_leak_kernels rd_leak_kernels_cuda;
+
 static const rd_backend cuda_backend = {
-    RD_BACKEND_ABI, "cuda", cuda_init, cuda_fini, cuda_cm_pairs, NULL, NULL, NULL,
+    RD_BACKEND_ABI, "cuda", cuda_init, cuda_fini, cuda_cm_pairs, NULL, &rd_leak_kernels_cuda, NULL,
 };
 
 extern "C" __attribute__((visibility("default"))) const rd_backend *rmdiag_cuda_backend(void) {
