@@ -37,7 +37,10 @@ code, out, err = run(["run", jp, "--backend", "cuda"])
 if gpu:
     check(code == 0, "explicit cuda on a GPU machine")
 else:
-    check(code in (1, 2) and ("no usable GPU" in err or "built without CUDA" in err),
+    _, version, _ = run(["--version"])
+    built = "CUDA backend built" in version
+    # built with CUDA: the environment lacks a GPU (exit 1); built without: a usage error (exit 2)
+    check((code, "no usable GPU" in err) == (1, True) if built else (code, "built without CUDA" in err) == (2, True),
           f"explicit --backend cuda without a GPU fails clearly: {code} {err}")
     print("no GPU here: the auto backend fell back to the CPU")
 done()

@@ -39,8 +39,8 @@ def case(name, job_extra=None, mutate=None, raw_job=None, ranks=(0,), expect=(),
         check(len(lines) == 1, f"{name} ({n} ranks): exactly one error line, got {len(lines)}: {err!r}")
         for e in expect:
             check(e in err, f"{name} ({n} ranks): message should contain {e!r}: {err.strip()}")
-        check(outputs_in(os.path.join(cd, "out")) == [], f"{name} ({n} ranks): no output written "
-              f"({outputs_in(os.path.join(cd, 'out'))})")
+        check(not os.path.exists(os.path.join(cd, "out")), f"{name} ({n} ranks): no output written, not even the "
+              f"folder ({outputs_in(os.path.join(cd, 'out'))})")
         msgs.append("\n".join(lines))
     return msgs
 
@@ -129,6 +129,78 @@ os.makedirs(cd, exist_ok=True)
 with open(os.path.join(cd, "in.h5"), "w") as f:
     f.write("run,pair\n")
 case("not_hdf5", make_input=False, expect=["in.h5: not an HDF5 file"])
+
+case("repeated_covariate", job_extra={"strata": [{"covariate": "len", "bins": 2}, {"covariate": "len", "categorical": True}]},
+     make_input=False, expect=['strata[1]: covariate "len" is already stratified by strata[0]'])
+
+# Several jobs: a bad input in a later job is found before any job writes anything.
+cd = os.path.join(d, "multi_job")
+os.makedirs(cd, exist_ok=True)
+write_cm(os.path.join(cd, "good.h5"), base["rc"], base["rr"], base["flags"], base["user"])
+bad_rc = base["rc"].copy()
+bad_rc[9999, 2] = np.nan
+write_cm(os.path.join(cd, "bad.h5"), bad_rc, base["rr"], base["flags"], base["user"])
+jp = write_job(os.path.join(cd, "job.json"), [{"name": "a", "kind": "cm", "input": "good.h5", "bootstrap": 10},
+                                              {"name": "b", "kind": "cm", "input": "bad.h5", "bootstrap": 10}])
+for n in (0, 3):
+    code, _, err = run(["run", jp], ranks=n)
+    check(code == 2 and "bad.h5: /cm/reward_chosen[9999, 2] = nan" in err, f"multi-job ({n} ranks): {code} {err}")
+    check(not os.path.exists(os.path.join(cd, "out")), f"multi-job ({n} ranks): nothing written, not even the folder")
+code, out, err = run(["validate", jp])
+check(code == 2 and "[9999, 2] = nan" in err, f"validate reads the values too: {code} {err}")
+
+# uint64 user ids above 2^63 stay distinct users
+cd = os.path.join(d, "uint64_users")
+os.makedirs(cd, exist_ok=True)
+big = np.array([2**63 + 1, 2**63 + 5, 2**64 - 1], dtype=np.uint64)
+with h5py.File(os.path.join(cd, "in.h5"), "w") as f:
+    f["cm/reward_chosen"] = base["rc"][:6]
+    f["cm/reward_rejected"] = base["rr"][:6]
+    f["cm/in_train"] = np.array([[1, 0, 1], [1, 0, 1], [0, 1, 1], [0, 1, 1], [1, 1, 0], [1, 1, 0]], np.uint8)
+    f["cm/user"] = big[[0, 0, 1, 1, 2, 2]]
+jp = write_job(os.path.join(cd, "job.json"), [{"name": "u", "kind": "cm", "input": "in.h5", "bootstrap": 0}])
+code, _, err = run(["run", jp])
+check(code == 0 and load_report(os.path.join(cd, "out", "u.json"))["result"]["n_users"] == 3,
+      f"uint64 ids: 3 users ({code} {err})")
+with h5py.File(os.path.join(cd, "in.h5"), "r+") as f:
+    f["cm/in_train"][5, 2] = 1
+code, _, err = run(["run", jp, "--force"])
+check(code == 2 and "user 18446744073709551615 is split inconsistently in run 2: pair 5" in err, f"uint64 label: {err}")
+
+# A dataset behind an external link lives in another file: read through HDF5, never mapped
+# from the input file at the other file's offset.
+cd = os.path.join(d, "external_link")
+os.makedirs(cd, exist_ok=True)
+with h5py.File(os.path.join(cd, "data.h5"), "w") as f:
+    f["pad"] = np.zeros(5000)
+    f["rc"] = base["rc"]
+with h5py.File(os.path.join(cd, "in.h5"), "w") as f:
+    f["cm/reward_chosen"] = h5py.ExternalLink("data.h5", "/rc")
+    f["cm/reward_rejected"] = base["rr"]
+    f["cm/in_train"] = base["flags"]
+    f["cm/user"] = base["user"]
+jp = write_job(os.path.join(cd, "job.json"), [{"name": "x", "kind": "cm", "input": "in.h5", "bootstrap": 0}])
+code, _, err = run(["run", jp], cwd=cd)
+code2, _, err2 = run(["run", jp, "--force"], cwd=cd, env={"RMDIAG_NO_MMAP": "1"})
+check(code == 0 and code2 == 0, f"external link runs ({err} {err2})")
+if code == 0:
+    r = load_report(os.path.join(cd, "out", "x.json"))["result"]
+    p_ = 1 / (1 + np.exp(-(base["rc"] - base["rr"])))
+    m = base["flags"].astype(bool)
+    with np.errstate(invalid="ignore"):
+        tm = (p_ * m).sum(1) / m.sum(1)
+    close(r["tm"]["mean"], np.nanmean(tm), "external link: TM mean from the linked data", rel=1e-9)
+
+# An output may not overwrite an input, even with --force.
+cd = os.path.join(d, "over_input")
+os.makedirs(cd, exist_ok=True)
+write_cm(os.path.join(cd, "data.h5"), base["rc"], base["rr"], base["flags"], base["user"])
+jp = write_job(os.path.join(cd, "job.json"), [{"name": "data", "kind": "cm", "input": "data.h5", "bootstrap": 0}],
+               output_dir=".")
+before = open(os.path.join(cd, "data.h5"), "rb").read()
+code, _, err = run(["run", jp, "--force"])
+check(code == 2 and "would write" in err and "over the input of jobs[0]" in err, f"output over input: {err}")
+check(open(os.path.join(cd, "data.h5"), "rb").read() == before, "the input is untouched")
 
 # An existing output made from another spec is not overwritten without --force.
 cd = os.path.join(d, "other_spec")

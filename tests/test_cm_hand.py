@@ -36,6 +36,7 @@ write_job(os.path.join(d, "job.json"), [{
 for ranks in (0, 2):
     code, out, err = run(["run", os.path.join(d, "job.json"), "--force"], ranks=ranks)
     check(code == 0, f"run with {ranks} ranks exits 0 (got {code}: {err})")
+    check("cm hand: 5 pairs, 3 users, 4 runs" in out and "pairs with CM < 0: 50.0 %" in out, f"summary table: {out}")
     rep = load_report(os.path.join(d, "out", "hand.json"))
     r = rep["result"]
     check(rep["rmdiag"]["kind"] == "cm" and rep["rmdiag"]["job"] == "hand", "envelope names the job")

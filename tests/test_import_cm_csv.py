@@ -58,13 +58,16 @@ check(res["n_users"] == len(set(users)) and res["strata_excluded"]["length"] == 
 HEADER = "run,pair,user,reward_chosen,reward_rejected,in_train\n"
 bad = {
     "missing_column": ("run,pair,user,reward_chosen,in_train\n0,1,u,1,0,1\n", 'missing column "reward_rejected"'),
-    "duplicate": (HEADER + "0,1,u,1,0,1\n1,1,u,1,0,1\n0,1,u,2,0,1\n", 'row 4 repeats pair "1" run "0" of row 2'),
+    "duplicate": (HEADER + "0,1,u,1,0,1\n1,1,u,1,0,1\n0,1,u,2,0,1\n", 'line 4 repeats pair "1" run "0" of line 2'),
     "missing_cell": (HEADER + "0,1,u,1,0,1\n1,1,u,1,0,1\n0,2,v,1,0,1\n", 'pair "2" has no row for run "1"'),
-    "user_changes": (HEADER + "0,1,u,1,0,1\n1,1,w,1,0,1\n", 'row 3: pair "1" has user "w" but row 2 gave it user "u"'),
-    "bad_reward": (HEADER + "0,1,u,abc,0,1\n", 'row 2: reward_chosen = "abc", expected a finite number'),
-    "nan_reward": (HEADER + "0,1,u,1,nan,1\n", 'row 2: reward_rejected = "nan", expected a finite number'),
-    "flag_2": (HEADER + "0,1,u,1,0,2\n", 'row 2: in_train = "2", expected 0 or 1'),
-    "field_count": (HEADER + "0,1,u,1,0,1\n0,2,v,1,0\n", "row 3 has 5 fields, expected 6"),
+    "user_changes": (HEADER + "0,1,u,1,0,1\n1,1,w,1,0,1\n", 'line 3: pair "1" has user "w" but line 2 gave it user "u"'),
+    "bad_reward": (HEADER + "0,1,u,abc,0,1\n", 'line 2: reward_chosen = "abc", expected a finite number'),
+    "nan_reward": (HEADER + "0,1,u,1,nan,1\n", 'line 2: reward_rejected = "nan", expected a finite number'),
+    "flag_2": (HEADER + "0,1,u,1,0,2\n", 'line 2: in_train = "2", expected 0 or 1'),
+    "field_count": (HEADER + "0,1,u,1,0,1\n0,2,v,1,0\n", "line 3 has 5 fields, expected 6"),
+    # quoted newlines and a blank line: records start on lines 2 and 5; the bad one is on line 5
+    "line_numbers": (HEADER + '0,1,"u\nx",1,0,1\n\n1,1,"u\nx",1,0,7\n', 'line 5: in_train = "7"'),
+    "dot_covariate": ("run,pair,user,reward_chosen,reward_rejected,in_train,.\n0,1,u,1,0,1,3\n", 'column 7: "." cannot name a covariate'),
     "open_quote": (HEADER + '0,1,"u,1,0,1\n', "malformed CSV"),
     "empty": ("", "empty file"),
 }
@@ -80,6 +83,20 @@ for name, (text, needle) in bad.items():
     check(outputs_in(os.path.dirname(o)) == [], f"{name}: nothing written ({outputs_in(os.path.dirname(o))})")
 code, _, err = run(["import", "cm-csv", csv_path])
 check(code == 2 and "missing -o OUT.h5" in err, "missing -o is a usage error")
+code, _, err = run(["import", "cm-csv", csv_path, "-o", out, "--group"])
+check(code == 2 and "--group needs a value" in err, f"--group without a value: {err}")
 code, _, err = run(["import", "nope", csv_path, "-o", out])
 check(code == 2 and 'unknown format "nope"' in err, "unknown format is a usage error")
+
+# A UTF-8 byte order mark before the header (spreadsheet exports) is not part of the first name;
+# users "007" and "7" are different ids and stay different (stored as strings).
+p = os.path.join(d, "bom.csv")
+with open(p, "wb") as f:
+    f.write(b"\xef\xbb\xbf" + HEADER.replace("\n", "\r\n").encode() + b"0,1,007,1,0,1\r\n0,2,7,1,0,0\r\n")
+o = os.path.join(d, "bom.h5")
+code, _, err = run(["import", "cm-csv", p, "-o", o])
+check(code == 0, f"BOM + CRLF import: {err}")
+if code == 0:
+    with h5py.File(o) as f:
+        check([u.decode() for u in f["cm/user"][...]] == ["007", "7"], f"users kept apart: {f['cm/user'][...]}")
 done()

@@ -46,7 +46,12 @@ int rd_h5_expect(const rd_dsinfo *info, const char *file, int ndims, int classes
  * float32 or float64 (`ft` says which; others are converted to float64). */
 int rd_h5_read_float_rows(hid_t f, const char *file, const rd_dsinfo *info, int64_t row0, int64_t nrows,
                           rd_ftype ft, void *out, rd_status *st);
-/* Rows of a 1-D or 2-D integer (or enum) dataset widened to int64. */
+/* Rows of a 1-D or 2-D integer (or enum) dataset as 64-bit words: signed values sign-extended,
+ * unsigned values as they are (info->is_signed tells which), so no id is clipped. */
+int rd_h5_read_int_words(hid_t f, const char *file, const rd_dsinfo *info, int64_t row0, int64_t nrows,
+                         uint64_t *out, rd_status *st);
+/* Rows of a 1-D or 2-D integer (or enum) dataset widened to int64 (an unsigned value above
+ * 2^63 - 1 is an RD_EINPUT error). */
 int rd_h5_read_int_rows(hid_t f, const char *file, const rd_dsinfo *info, int64_t row0, int64_t nrows,
                         int64_t *out, rd_status *st);
 /* Rows of an integer dataset as 0/1 flags: values other than 0 and 1 are an RD_EINPUT error

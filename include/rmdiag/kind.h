@@ -27,6 +27,10 @@ typedef struct rd_kind {
   void (*free_opts)(void *opts);
   /* Collective: checks the input's layout (names, types, shapes) without computing. */
   int (*validate)(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd_status *st);
+  /* Collective, optional: every check of the input's values that `run` would make (reading the
+   * data), without computing the report. Run before any job when several jobs are to be
+   * written, so a bad input found later cannot leave earlier outputs behind, and by `validate`. */
+  int (*check)(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd_status *st);
   /* Collective: computes the report. On rank 0 fills out->result and writes datasets to out->h5. */
   int (*run)(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd_run_out *out, rd_status *st);
 } rd_kind;

@@ -68,7 +68,21 @@ static inline RD_HD uint64_t rd_below32(uint64_t u, uint64_t n) {
   return (hi * n + ((lo * n) >> 32)) >> 32;
 }
 
+/* Integer in [0, n), n < 2^32, from 32 random bits: draw j of replicate `rep` is the 32-bit word
+ * j mod 4 of the Philox block with counter (j / 4, j / 2^34, rep, rep >> 32), times n, high word (a bias
+ * below n / 2^32). Four draws per block, for kernels that need hundreds of millions of them. */
+static inline RD_HD uint32_t rd_rng_below_u32(const rd_stream *s, uint64_t rep, uint64_t draw, uint32_t n) {
+  uint32_t ctr[4] = {(uint32_t)(draw >> 2), (uint32_t)(draw >> 34), (uint32_t)rep, (uint32_t)(rep >> 32)}, out[4];
+  rd_philox4x32_10(ctr, s->key, out);
+  return (uint32_t)(((uint64_t)out[draw & 3] * n) >> 32);
+}
+
 #ifndef __CUDACC__
+/* Draws 0..count-1 (count < 2^34) of replicate `rep` as rd_rng_below_u32 gives them, 64 at a time
+ * (16 Philox blocks per AVX-512 step, 8 per AVX2 step, scalar otherwise; RMDIAG_RNG_ISA=avx2|scalar
+ * forces a path). `out` must hold count rounded up to a multiple of 64. */
+void rd_rng_below_u32_fill(const rd_stream *s, uint64_t rep, uint32_t n, int64_t count, uint32_t *out);
+
 /* Draws j = 0..count-1 of replicate `rep` as integers in [0, n), n < 2^32, count < 2^33: the
  * same values as rd_rng_below(s, rep, j, n), a whole batch at a time (vectorized). `out` must
  * hold count rounded up to even entries. */

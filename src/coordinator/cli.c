@@ -44,7 +44,7 @@ static void print_help(FILE *fp) {
           "rmdiag %s - diagnostic reports from reward-model and foundation-model experiments\n\n"
           "usage:\n"
           "  rmdiag run JOB.json [--resume] [--force] [--backend auto|cpu|cuda] [--quiet]\n"
-          "  rmdiag validate JOB.json      check the job file and every input's layout; compute nothing\n"
+          "  rmdiag validate JOB.json      check the job file and every input's layout and values; compute nothing\n"
           "  rmdiag import FORMAT [options] -o OUT.h5\n"
           "  rmdiag --version | --help\n\n"
           "run options:\n",

@@ -50,6 +50,43 @@ static const rd_import_format rewardbench2 = {
     .run = rd_import_rewardbench2,
 };
 
-static const rd_import_format *const formats[] = {&cm_csv, &rewardbench, &rewardbench2, NULL};
+static const rd_import_format numleak = {
+    .name = "numleak",
+    .summary = "NumLeak JSONL panels + truth CSVs (French, FRED, month,value) -> /leak",
+    .usage =
+        "rmdiag import numleak [OPTIONS] --panel FILE [PANEL OPTIONS] [--panel FILE [PANEL OPTIONS]]... -o OUT.h5\n"
+        "Panels are JSONL files (one JSON object per line). Each row's fields are found by dotted paths into the\n"
+        "object, so panels with different field names need options, not code. Replies are parsed with NumLeak's\n"
+        "rules (numbers with %, percent, bps; a short reply's bare number) and kept in /leak/reply.\n"
+        "Options:\n"
+        "  --truth SERIES=FILE[,COLUMN[,TRANSFORM]]  ground truth of SERIES from a Kenneth French file (preamble,\n"
+        "              monthly block, annual block and footer; -99.99/-999 missing), a FRED file\n"
+        "              (observation_date,VALUE) or a month,value file; COLUMN defaults to SERIES (French) or the\n"
+        "              second column; TRANSFORM level (default) or yoy (12-month % change, e.g. CPI)\n"
+        "  --truth-numleak DIR   NumLeak's convention: Mkt-RF, SMB, HML from DIR/F-F_Research_Data_Factors.csv,\n"
+        "              RMW, CMA from DIR/F-F_Research_Data_5_Factors_2x3.csv, Mom from DIR/F-F_Momentum_Factor.csv\n"
+        "  --no-truth SERIES     SERIES has no ground truth here (its rows count as without truth)\n"
+        "  --nan-truth error|missing   a NaN truth value is an error (default) or a missing value\n"
+        "  --no-replies          do not keep the raw replies\n"
+        "  --group G             output group (default /leak)\n"
+        "Panel options (they apply to the --panel before them):\n"
+        "  --as cells|rank|signal|defense   what the rows are (default cells: replies about a series and month)\n"
+        "  --field NAME=PATH     where NAME is in each object (dotted PATH, e.g. query.factor); an empty PATH\n"
+        "              unmaps it. NAME (default PATH): model (model_name), series (factor), variant (none: \"default\"),\n"
+        "              seed (seed; absent = 0), month (month: YYYY-MM, YYYYMM or Month YYYY), reply (response),\n"
+        "              error (error: non-null = an API error, status 2), key (none: no de-duplication), ts (ts),\n"
+        "              truth (none: inline truth), logprobs (none: tokens with top_logprobs -> entropy_bits),\n"
+        "              entropy (none: a precomputed entropy); rank: month_b (required), pick (none: the reply is\n"
+        "              parsed); signal: recall (required); defense: defense (defense), attack (attack)\n"
+        "  --set NAME=VALUE      a constant instead of a field (model, series, variant, seed, defense, attack)\n"
+        "  --map NAME:FROM=TO    renames a value of model, series, variant, defense or attack\n"
+        "  --where PATH=V[|V...] keeps the rows whose PATH is one of the values (repeatable, all must hold)\n"
+        "  --fictional           the panel's series do not exist (no truth needed; reported as fictional)\n"
+        "Rows with the same key keep the newest non-error record (largest ts). Every real series needs a truth\n"
+        "source. Errors name the file, the line and the field.\n",
+    .run = rd_import_numleak,
+};
+
+static const rd_import_format *const formats[] = {&cm_csv, &rewardbench, &rewardbench2, &numleak, NULL};
 
 const rd_import_format *const *rd_import_formats(void) { return formats; }

@@ -103,8 +103,8 @@ static int parse_job(rd_jobfile *jf, int i, const cJSON *obj, rd_status *st) {
 
   const char *group = NULL;
   RD_TRY(rd_opt_string(obj, "group", job->kind->default_group, NULL, &group, &job->where, st));
-  if (group[0] != '/' || strstr(group, "//"))
-    return rd_fail(st, RD_EINPUT, "%s: \"group\" = \"%s\" must be an absolute HDF5 path such as \"%s\"",
+  if (group[0] != '/' || strstr(group, "//") || strlen(group) > 255)
+    return rd_fail(st, RD_EINPUT, "%s: \"group\" = \"%.300s\" must be an absolute HDF5 path such as \"%s\" (at most 255 bytes)",
                    job->where.path, group, job->kind->default_group);
   job->group = strdup(group);
   size_t gl = strlen(job->group);

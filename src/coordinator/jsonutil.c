@@ -183,6 +183,11 @@ int rd_opt_string(const cJSON *obj, const char *key, const char *def, const char
 }
 
 cJSON *rd_json_parse(const char *text, size_t len, const char *file, rd_status *st) {
+  const char *nul = memchr(text, '\0', len);
+  if (nul) {
+    rd_fail(st, RD_EINPUT, "%s: a NUL byte at offset %zu (expected a text JSON document)", file, (size_t)(nul - text));
+    return NULL;
+  }
   const char *end = NULL;
   cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
   size_t off = 0;

@@ -5,10 +5,12 @@
 
 extern const rd_kind rd_kind_cm;
 extern const rd_kind rd_kind_benchmark;
+extern const rd_kind rd_kind_leakage;
 
 static const rd_kind *const registry[] = {
     &rd_kind_cm,
     &rd_kind_benchmark,
+    &rd_kind_leakage,
     NULL,
 };
 

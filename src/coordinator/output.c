@@ -44,9 +44,10 @@ void rd_signals_install(void) {
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
-  sigaction(SIGTERM, &sa, NULL);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGHUP, &sa, NULL);
+  /* termination requests, and faults (bus errors from a file that shrank under a mapping, file
+   * size limits): none may leave a temporary file behind */
+  static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGBUS, SIGSEGV, SIGXFSZ, SIGABRT};
+  for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) sigaction(sigs[i], &sa, NULL);
 }
 
 void rd_tmp_register(const char *path) {

@@ -3,10 +3,12 @@
 #include "rmdiag/run.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "rmdiag/backend.h"
@@ -106,32 +108,67 @@ static char *out_path(const rd_jobfile *jf, const char *name, const char *ext) {
 
 /* Checks every job before anything is computed: inputs exist, layouts are right, outputs may
  * be written. */
-static int check_all(const rd_ctx *ctx, const rd_jobfile *jf, const rd_run_flags *fl, job_plan *plans,
+static int check_all(const rd_ctx *ctx, rd_jobfile *jf, const rd_run_flags *fl, job_plan *plans,
                      rd_status *st) {
   for (int i = 0; i < jf->n_jobs; i++) {
-    const rd_job *job = &jf->jobs[i];
+    rd_job *job = &jf->jobs[i];
     job_plan *p = &plans[i];
     if (ctx->rank == 0) {
-      char key[64];
+      char key[300];
       snprintf(key, sizeof key, "jobs[%d] (\"%s\").input", i, job->name);
       if (rd_input_stat_get(job->input, jf->path, key, &p->in, st) == RD_OK)
         rd_spec_sha256(job, jf, &p->in, p->spec, st);
     }
     if (rd_share_status(ctx, st, 0) != RD_OK) return st->code;
+    /* every rank opens the file rank 0 resolved (ranks may start in different folders) */
+    long long len = ctx->rank == 0 ? (long long)strlen(p->in.path) : 0;
+    RD_MPI_CHECK(ctx, MPI_Bcast(&len, 1, MPI_LONG_LONG, 0, ctx->comm));
+    char *real = ctx->rank == 0 ? strdup(p->in.path) : malloc((size_t)len + 1);
+    if (!real) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+    rd_bcast_bytes(ctx, real, (size_t)len + 1, 0);
+    free(job->input);
+    job->input = real;
     if (job->kind->validate(ctx, job, jf, st) != RD_OK) return st->code;
   }
-  if (fl->validate_only) return RD_OK;
-  for (int i = 0; i < jf->n_jobs; i++) {
-    job_plan *p = &plans[i];
-    if (ctx->rank == 0) {
-      p->json_path = out_path(jf, jf->jobs[i].name, ".json");
-      p->h5_path = out_path(jf, jf->jobs[i].name, ".h5");
-      rd_output_decide(p->json_path, p->h5_path, p->spec, fl->resume, fl->force, &p->action, st);
+  if (!fl->validate_only) {
+    for (int i = 0; i < jf->n_jobs && ctx->rank == 0 && st->code == RD_OK; i++) {
+      plans[i].json_path = out_path(jf, jf->jobs[i].name, ".json");
+      plans[i].h5_path = out_path(jf, jf->jobs[i].name, ".h5");
+      /* an output may not be an input of any job, nor the job file */
+      const char *outs[2] = {plans[i].json_path, plans[i].h5_path};
+      for (int o = 0; o < 2 && st->code == RD_OK; o++) {
+        struct stat so, si;
+        if (stat(outs[o], &so) != 0) continue;
+        if (stat(jf->path, &si) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino)
+          rd_fail(st, RD_EINPUT, "%s: jobs[%d] (\"%s\") would write its report over the job file %s", jf->path, i,
+                  jf->jobs[i].name, outs[o]);
+        for (int k = 0; k < jf->n_jobs && st->code == RD_OK; k++)
+          if (stat(jf->jobs[k].input, &si) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino)
+            rd_fail(st, RD_EINPUT, "%s: jobs[%d] (\"%s\") would write %s over the input of jobs[%d]; choose another "
+                    "output_dir or name", jf->path, i, jf->jobs[i].name, outs[o], k);
+      }
     }
     if (rd_share_status(ctx, st, 0) != RD_OK) return st->code;
+  }
+  /* Checks of the input values (reading the data) before anything is written: by `validate`,
+   * and whenever several jobs are to run, so that a bad input in a later job cannot leave the
+   * outputs of earlier ones behind. A single job checks its values as it runs. */
+  int n_write = 0;
+  for (int i = 0; i < jf->n_jobs; i++) {
+    job_plan *p = &plans[i];
+    if (!fl->validate_only && ctx->rank == 0)
+      rd_output_decide(p->json_path, p->h5_path, p->spec, fl->resume, fl->force, &p->action, st);
+    if (!fl->validate_only && rd_share_status(ctx, st, 0) != RD_OK) return st->code;
     int a = (int)p->action;
     RD_MPI_CHECK(ctx, MPI_Bcast(&a, 1, MPI_INT, 0, ctx->comm));
     p->action = (rd_out_action)a;
+    n_write += p->action == RD_OUT_WRITE;
+  }
+  for (int i = 0; i < jf->n_jobs; i++) {
+    const rd_job *job = &jf->jobs[i];
+    if (!job->kind->check || plans[i].action != RD_OUT_WRITE) continue;
+    if (!fl->validate_only && n_write < 2) break;
+    if (job->kind->check(ctx, job, jf, st) != RD_OK) return st->code;
   }
   return RD_OK;
 }
@@ -160,12 +197,65 @@ static cJSON *envelope(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *j
   return root;
 }
 
+static int fsync_path(const char *path, rd_status *st) {
+  int fd = open(path, O_RDONLY);
+  if (fd < 0 || fsync(fd) != 0) {
+    if (fd >= 0) close(fd);
+    return rd_fail(st, RD_EFAIL, "cannot sync %s: %s", path, strerror(errno));
+  }
+  close(fd);
+  return RD_OK;
+}
+
+/* Puts a finished job's outputs in place (rank 0). The new .h5 is made durable, then any old
+ * report is moved aside, the .h5 renamed into place, and the new report written last: at every
+ * moment a <name>.json present means its .h5 is complete and was made from the same spec. A
+ * replaced .h5 keeps a second link during the rename (an atomic, cheap rename), and the old
+ * files are removed once the new report is out. */
+static int commit_outputs(const job_plan *p, const char *h5tmp, const char *json_text, rd_status *st) {
+  char *stale_json = NULL, *old_h5 = NULL;
+  RD_TRY(fsync_path(h5tmp, st));
+  if (access(p->json_path, F_OK) == 0 && (stale_json = rd_side_path(p->json_path, "stale"))) {
+    rd_tmp_register(stale_json);
+    if (rename(p->json_path, stale_json) != 0) {
+      rd_tmp_unregister(stale_json);
+      free(stale_json);
+      return rd_fail(st, RD_EFAIL, "cannot move the old report %s aside: %s", p->json_path, strerror(errno));
+    }
+  }
+  if (access(p->h5_path, F_OK) == 0 && (old_h5 = rd_side_path(p->h5_path, "old"))) {
+    rd_tmp_register(old_h5);
+    if (link(p->h5_path, old_h5) != 0) {
+      rd_tmp_unregister(old_h5);
+      free(old_h5);
+      old_h5 = NULL;
+    }
+  }
+  if (rename(h5tmp, p->h5_path) != 0) {
+    rd_fail(st, RD_EFAIL, "cannot rename %s to %s: %s", h5tmp, p->h5_path, strerror(errno));
+    if (stale_json) rename(stale_json, p->json_path);  /* nothing changed: the old report stands */
+  } else {
+    rd_write_file_atomic(p->json_path, json_text, st);
+  }
+  if (stale_json) {
+    unlink(stale_json);
+    rd_tmp_unregister(stale_json);
+  }
+  if (old_h5) {
+    unlink(old_h5);
+    rd_tmp_unregister(old_h5);
+  }
+  free(stale_json);
+  free(old_h5);
+  return st->code;
+}
+
 /* Runs one job: the kind computes, rank 0 writes the .h5 under a temporary name, renames it,
  * then writes the .json (the marker that the job finished). */
 static int run_job(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, const job_plan *p,
                    const char *backend_info, rd_status *st) {
   rd_run_out out = {.h5 = H5I_INVALID_HID, .result = NULL};
-  char *h5tmp = NULL, *old_h5 = NULL;
+  char *h5tmp = NULL;
   MPI_Barrier(ctx->comm);
   double t0 = rd_now();
   rd_timing_mark(ctx->rank, job->name, NULL);
@@ -192,52 +282,35 @@ static int run_job(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, c
     }
     if (out.h5 >= 0 && H5Fclose(out.h5) < 0 && st->code == RD_OK)
       rd_fail(st, RD_EFAIL, "%s: closing the output HDF5 file failed", h5tmp);
-    /* Replacing an existing output: keep a second link to the old file while renaming, so the
-     * rename stays atomic and cheap, and free the old file's blocks after the report is out. */
-    if (st->code == RD_OK && access(p->h5_path, F_OK) == 0 && (old_h5 = rd_side_path(p->h5_path, "old"))) {
-      rd_tmp_register(old_h5);
-      if (link(p->h5_path, old_h5) != 0) {
-        rd_tmp_unregister(old_h5);
-        free(old_h5);
-        old_h5 = NULL;
-      }
-    }
-    if (st->code == RD_OK && rename(h5tmp, p->h5_path) != 0)
-      rd_fail(st, RD_EFAIL, "cannot rename %s to %s: %s", h5tmp, p->h5_path, strerror(errno));
-    if (st->code != RD_OK && h5tmp) unlink(h5tmp);
-    if (h5tmp) rd_tmp_unregister(h5tmp);
-    rd_timing_mark(ctx->rank, job->name, "close and rename .h5");
+    char *text = NULL;
+    double seconds = rd_now() - t0;
     if (st->code == RD_OK) {
-      double seconds = rd_now() - t0;
-      cJSON *env = envelope(ctx, job, jf, p, backend_info, seconds, out.result);
+      cJSON *env = envelope(ctx, job, jf, p, ctx->backend->name, seconds, out.result);
       out.result = NULL;
-      char *text = env ? cJSON_Print(env) : NULL;
-      if (!text) {
+      text = env ? cJSON_Print(env) : NULL;
+      cJSON_Delete(env);
+      char *withnl = text ? realloc(text, strlen(text) + 2) : NULL;
+      if (!withnl) {
+        free(text);
+        text = NULL;
         rd_fail(st, RD_EFAIL, "out of memory printing the report");
       } else {
-        size_t n = strlen(text);
-        char *withnl = realloc(text, n + 2);
-        if (withnl) {
-          withnl[n] = '\n';
-          withnl[n + 1] = '\0';
-          text = withnl;
-        }
-        rd_write_file_atomic(p->json_path, text, st);
-        free(text);
+        text = strcat(withnl, "\n");
       }
-      cJSON_Delete(env);
-      if (st->code == RD_OK && ctx->err && !ctx->quiet)
-        fprintf(ctx->err, "rmdiag: %s (%s) done in %.2f s on %d rank%s [%s] -> %s\n", job->name, job->kind->name,
-                seconds, ctx->size, ctx->size == 1 ? "" : "s", backend_info, p->json_path);
     }
+    if (st->code == RD_OK) commit_outputs(p, h5tmp, text, st);
+    if (h5tmp) {
+      unlink(h5tmp);  /* no-op after a successful rename */
+      rd_tmp_unregister(h5tmp);
+    }
+    free(text);
+    rd_timing_mark(ctx->rank, job->name, "outputs");
+    if (st->code == RD_OK && ctx->err && !ctx->quiet)
+      fprintf(ctx->err, "rmdiag: %s (%s) done in %.2f s on %d rank%s [%s] -> %s\n", job->name, job->kind->name,
+              seconds, ctx->size, ctx->size == 1 ? "" : "s", backend_info, p->json_path);
     cJSON_Delete(out.result);
-    if (old_h5) {
-      unlink(old_h5);
-      rd_tmp_unregister(old_h5);
-    }
   }
   free(h5tmp);
-  free(old_h5);
   return rd_share_status(ctx, st, 0);
 }
 
@@ -246,6 +319,7 @@ int rd_cmd_run(rd_ctx *ctx, const char *jobpath, const rd_run_flags *fl, rd_stat
   memset(&jf, 0, sizeof jf);
   job_plan *plans = NULL;
   char backend_info[512] = "cpu";
+  int made_dir = 0;
   if (load_jobfile(ctx, jobpath, &jf, st) != RD_OK) goto done;
   plans = calloc((size_t)jf.n_jobs, sizeof *plans);
   if (!plans) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
@@ -261,7 +335,10 @@ int rd_cmd_run(rd_ctx *ctx, const char *jobpath, const rd_run_flags *fl, rd_stat
   }
   int any_write = 0;
   for (int i = 0; i < jf.n_jobs; i++) any_write |= plans[i].action == RD_OUT_WRITE;
-  if (any_write && ctx->rank == 0) rd_mkdirs(jf.output_dir, st);
+  if (any_write && ctx->rank == 0) {
+    made_dir = access(jf.output_dir, F_OK) != 0;
+    rd_mkdirs(jf.output_dir, st);
+  }
   if (rd_share_status(ctx, st, 0) != RD_OK) goto done;
   for (int i = 0; i < jf.n_jobs; i++) {
     if (plans[i].action == RD_OUT_SKIP) {
@@ -269,9 +346,11 @@ int rd_cmd_run(rd_ctx *ctx, const char *jobpath, const rd_run_flags *fl, rd_stat
         fprintf(ctx->err, "rmdiag: %s is up to date (same spec), skipped (--resume)\n", jf.jobs[i].name);
       continue;
     }
-    if (run_job(ctx, &jf.jobs[i], &jf, &plans[i], ctx->backend->name, st) != RD_OK) goto done;
+    if (run_job(ctx, &jf.jobs[i], &jf, &plans[i], backend_info, st) != RD_OK) goto done;
   }
 done:
+  /* a failed run leaves no trace: the output folder goes too if this run made it and it is empty */
+  if (st->code != RD_OK && made_dir) rmdir(jf.output_dir);
   if (ctx->backend && ctx->backend != &rd_backend_cpu) ctx->backend->fini();
   plans_free(plans, jf.n_jobs);
   rd_jobfile_free(&jf);

@@ -137,6 +137,14 @@ static double lerp_numpy(double a, double b, double g) {
   return g >= 0.5 ? b - d * (1.0 - g) : a + d * g;
 }
 
+/* Position h = (n - 1) q split into the order statistic k and the fraction g. */
+static void quantile_pos(size_t n, double q, size_t *k, double *g) {
+  double h = (double)(n - 1) * q;
+  *k = (size_t)floor(h);
+  if (*k > n - 1) *k = n - 1;
+  *g = h - (double)*k;
+}
+
 void rd_quantiles_inplace(double *work, size_t n, const double *q, size_t nq, double *out) {
   size_t from = 0;
   for (size_t j = 0; j < nq; j++) {
@@ -144,10 +152,9 @@ void rd_quantiles_inplace(double *work, size_t n, const double *q, size_t nq, do
       out[j] = NAN;
       continue;
     }
-    double h = (double)(n - 1) * q[j];
-    size_t k = (size_t)floor(h);
-    if (k > n - 1) k = n - 1;
-    double g = h - (double)k;
+    size_t k;
+    double g;
+    quantile_pos(n, q[j], &k, &g);
     if (k < from) from = 0;  /* q not ascending: restart the selection over everything */
     select_kth(work, from, n, k);
     double a = work[k], b = a;
@@ -167,10 +174,9 @@ void rd_quantiles_sorted(const double *x, size_t n, const double *q, size_t nq, 
       out[j] = NAN;
       continue;
     }
-    double h = (double)(n - 1) * q[j];
-    size_t k = (size_t)floor(h);
-    if (k > n - 1) k = n - 1;
-    double g = h - (double)k;
+    size_t k;
+    double g;
+    quantile_pos(n, q[j], &k, &g);
     double a = x[k], b = k + 1 < n ? x[k + 1] : a;
     out[j] = (g == 0.0) ? a : lerp_numpy(a, b, g);
   }

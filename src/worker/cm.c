@@ -76,11 +76,16 @@ static int cm_parse(rd_job *job, const rd_jobfile *jf, rd_status *st) {
     RD_TRY(rd_opt_bool(s, "categorical", 0, &categorical, &w, st));
     if (has_bins == categorical)
       return rd_fail(st, RD_EINPUT, "%s: give exactly one of \"bins\": K or \"categorical\": true", w.path);
+    for (int k = 0; k < i; k++)
+      if (strcmp(o->strata[k].covariate, cov) == 0)
+        return rd_fail(st, RD_EINPUT, "%s: covariate \"%s\" is already stratified by strata[%d] (one entry per covariate)",
+                       w.path, cov, k);
+    if (strlen(cov) > 200) return rd_fail(st, RD_EINPUT, "%s: covariate name longer than 200 bytes", w.path);
     o->strata[i].covariate = cov;
+    if (has_bins) RD_TRY(rd_opt_int(s, "bins", 0, 1, 100000, &o->strata[i].bins, &w, st));
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "covariate", cov);
     if (has_bins) {
-      RD_TRY(rd_opt_int(s, "bins", 0, 1, 100000, &o->strata[i].bins, &w, st));
       cJSON_AddNumberToObject(e, "bins", (double)o->strata[i].bins);
     } else {
       cJSON_AddBoolToObject(e, "categorical", 1);
@@ -200,21 +205,22 @@ static int users_read(hid_t f, const rd_job *job, const cm_layout *L, cm_users *
   int rc = u->of_pair ? RD_OK : st->code;
   int is_string = L->user.tclass == RD_TC_STRING;
   char *sbuf = NULL;
-  int64_t *soff = NULL, *ids = NULL;
+  int64_t *soff = NULL;
+  uint64_t *ids = NULL;
   size_t slen = 0;
   if (rc == RD_OK) {
     if (is_string) {
       rc = rd_h5_read_strings(f, job->input, &L->user, &sbuf, &slen, &soff, st);
     } else {
-      ids = rd_malloc(sizeof(int64_t) * (size_t)P, st, "user ids");
-      rc = ids ? rd_h5_read_int_rows(f, job->input, &L->user, 0, P, ids, st) : st->code;
+      ids = rd_malloc(sizeof(uint64_t) * (size_t)P, st, "user ids");
+      rc = ids ? rd_h5_read_int_words(f, job->input, &L->user, 0, P, ids, st) : st->code;
     }
   }
   /* integer ids: an open-addressing table keyed by the id (the common case, and the hot one),
    * doubled when half full; a new id also goes into the general map, which numbers users in
    * order of first appearance and keeps their labels */
   size_t cap = 4096, used = 0;
-  int64_t *tkey = is_string ? NULL : malloc(sizeof(int64_t) * cap);
+  uint64_t *tkey = is_string ? NULL : malloc(sizeof(uint64_t) * cap);
   int32_t *tval = is_string ? NULL : malloc(sizeof(int32_t) * cap);
   if (!is_string && (!tkey || !tval)) rc = rd_fail(st, RD_EFAIL, "out of memory numbering users");
   for (size_t i = 0; tval && i < cap; i++) tval[i] = -1;
@@ -223,7 +229,7 @@ static int users_read(hid_t f, const rd_job *job, const cm_layout *L, cm_users *
     if (is_string) {
       id = rd_idmap_get(&m, sbuf + soff[p], strlen(sbuf + soff[p]), NULL);
     } else {
-      size_t s = (size_t)(((uint64_t)ids[p] * 0x9E3779B97F4A7C15ull) >> 20) & (cap - 1);
+      size_t s = (size_t)((ids[p] * 0x9E3779B97F4A7C15ull) >> 20) & (cap - 1);
       while (tval[s] >= 0 && tkey[s] != ids[p]) s = (s + 1) & (cap - 1);
       if (tval[s] >= 0) {
         id = tval[s];
@@ -234,7 +240,7 @@ static int users_read(hid_t f, const rd_job *job, const cm_layout *L, cm_users *
         tval[s] = (int32_t)id;
         if (2 * ++used > cap) {
           size_t ncap = 2 * cap;
-          int64_t *nk = malloc(sizeof(int64_t) * ncap);
+          uint64_t *nk = malloc(sizeof(uint64_t) * ncap);
           int32_t *nv = malloc(sizeof(int32_t) * ncap);
           if (!nk || !nv) {
             free(nk);
@@ -245,7 +251,7 @@ static int users_read(hid_t f, const rd_job *job, const cm_layout *L, cm_users *
           for (size_t i = 0; i < ncap; i++) nv[i] = -1;
           for (size_t i = 0; i < cap; i++) {
             if (tval[i] < 0) continue;
-            size_t t = (size_t)(((uint64_t)tkey[i] * 0x9E3779B97F4A7C15ull) >> 20) & (ncap - 1);
+            size_t t = (size_t)((tkey[i] * 0x9E3779B97F4A7C15ull) >> 20) & (ncap - 1);
             while (nv[t] >= 0) t = (t + 1) & (ncap - 1);
             nk[t] = tkey[i];
             nv[t] = tval[i];
@@ -277,9 +283,10 @@ static int users_read(hid_t f, const rd_job *job, const cm_layout *L, cm_users *
       u->label_off[k] = (int64_t)pos;
       if (is_string) pos += (size_t)sprintf(u->labels + pos, "\"%s\"", m.keys[k]) + 1;
       else {
-        int64_t v;
+        uint64_t v;
         memcpy(&v, m.keys[k], sizeof v);
-        pos += (size_t)sprintf(u->labels + pos, "%lld", (long long)v) + 1;
+        if (L->user.is_signed) pos += (size_t)sprintf(u->labels + pos, "%lld", (long long)(int64_t)v) + 1;
+        else pos += (size_t)sprintf(u->labels + pos, "%llu", (unsigned long long)v) + 1;
       }
     }
     if (rc == RD_OK) {
@@ -713,6 +720,32 @@ static int cm_report(const rd_job *job, const cm_layout *L, const cm_users *u, c
   return RD_OK;
 }
 
+/* A short table on stdout (rank 0) for people reading the run. */
+static void cm_print(FILE *fp, const rd_job *job, const cJSON *r) {
+  if (!fp) return;
+  fprintf(fp, "cm %s: %.0f pairs, %.0f users, %.0f runs\n", job->name,
+          cJSON_GetObjectItem(r, "n_pairs")->valuedouble, cJSON_GetObjectItem(r, "n_users")->valuedouble,
+          cJSON_GetObjectItem(r, "n_runs")->valuedouble);
+  fprintf(fp, "      %9s  %-22s %9s %9s\n", "mean", "95% CI (users)", "median", "defined");
+  static const char *const names[3] = {"tm", "tg", "cm"};
+  for (int j = 0; j < 3; j++) {
+    const cJSON *s = cJSON_GetObjectItem(r, names[j]);
+    const cJSON *m = cJSON_GetObjectItem(s, "mean"), *md = cJSON_GetObjectItem(s, "median");
+    const cJSON *ci = cJSON_GetObjectItem(s, "ci95");
+    char cis[48] = "-";
+    if (cJSON_IsArray(ci))
+      snprintf(cis, sizeof cis, "[%.4f, %.4f]", cJSON_GetArrayItem(ci, 0)->valuedouble,
+               cJSON_GetArrayItem(ci, 1)->valuedouble);
+    char key[32];
+    snprintf(key, sizeof key, "n_%s_defined", names[j]);
+    fprintf(fp, "  %s  %9.4f  %-22s %9.4f %9.0f\n", j == 0 ? "TM" : j == 1 ? "TG" : "CM",
+            cJSON_IsNumber(m) ? m->valuedouble : NAN, cis, cJSON_IsNumber(md) ? md->valuedouble : NAN,
+            cJSON_GetObjectItem(r, key)->valuedouble);
+  }
+  const cJSON *neg = cJSON_GetObjectItem(r, "cm_negative_fraction");
+  if (cJSON_IsNumber(neg)) fprintf(fp, "  pairs with CM < 0: %.1f %%\n", 100.0 * neg->valuedouble);
+}
+
 static int cm_write_h5(hid_t h5, int64_t P, int64_t R, const double *tm, const double *tg, const double *cm,
                        const int32_t *n_train, rd_status *st) {
   int32_t *n_held = malloc(sizeof(int32_t) * (size_t)P);
@@ -730,55 +763,110 @@ static int cm_write_h5(hid_t h5, int64_t P, int64_t R, const double *tm, const d
 
 /* ---- run ------------------------------------------------------------------------------------ */
 
-static int cm_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd_run_out *out, rd_status *st) {
-  const cm_opts *o = job->opts;
+/* What phases 1-2 leave for the computation: the layout, users, covariates (rank 0) and the
+ * rank's checked rows. */
+typedef struct cm_input {
   cm_layout L;
-  memset(&L, 0, sizeof L);
   cm_users u;
-  memset(&u, 0, sizeof u);
   cm_rows w;
-  memset(&w, 0, sizeof w);
-  double **covs = calloc((size_t)(o->n_strata ? o->n_strata : 1), sizeof *covs);
-  double *tm_all = NULL, *tg_all = NULL, *cm_all = NULL, *F = NULL, *boot_all = NULL;
-  double *tm = NULL, *tg = NULL;
-  int32_t *ntr = NULL, *ntr_all = NULL;
+  double **covs;  /* one per stratum; rank 0 */
+  hid_t f;        /* open (MPI-IO) only when some dataset is read rather than mapped */
+} cm_input;
+
+static void input_free(cm_input *in, int n_strata) {
+  if (in->f >= 0) rd_h5_close(in->f);
+  rows_free(&in->w);
+  users_free(&in->u);
+  for (int i = 0; in->covs && i < n_strata; i++) free(in->covs[i]);
+  free(in->covs);
+  free(in->L.cov);
+  memset(in, 0, sizeof *in);
+  in->f = H5I_INVALID_HID;
+}
+
+/* Phases 1-2 (collective): rank 0 checks the layout and reads users and covariates; every rank
+ * maps or reads its rows; values, then the user split, are checked, each phase ending agreed. */
+static int cm_load(const rd_ctx *ctx, const rd_job *job, cm_input *in, rd_status *st) {
+  const cm_opts *o = job->opts;
   hid_t f = H5I_INVALID_HID;
-  rd_progress prog;
+  memset(in, 0, sizeof *in);
+  in->f = H5I_INVALID_HID;
+  in->covs = calloc((size_t)(o->n_strata ? o->n_strata : 1), sizeof *in->covs);
+  if (!in->covs) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+  cm_layout *L = &in->L;
 
   /* Phase 1 (rank 0): layout, users and covariates. */
   if (ctx->rank == 0) {
     if (rd_h5_open(job->input, MPI_COMM_NULL, &f, st) == RD_OK) {
-      if (cm_check_layout(f, job, &L, st) == RD_OK && users_read(f, job, &L, &u, st) == RD_OK) {
-        layout_offsets(f, &L);
+      if (cm_check_layout(f, job, L, st) == RD_OK && users_read(f, job, L, &in->u, st) == RD_OK) {
+        layout_offsets(f, L);
         for (int i = 0; i < o->n_strata && st->code == RD_OK; i++) {
-          covs[i] = rd_malloc(sizeof(double) * (size_t)L.P, st, "covariate");
-          if (covs[i]) rd_h5_read_numeric(f, job->input, &L.cov[i], covs[i], st);
+          in->covs[i] = rd_malloc(sizeof(double) * (size_t)L->P, st, "covariate");
+          if (in->covs[i]) rd_h5_read_numeric(f, job->input, &L->cov[i], in->covs[i], st);
         }
       }
       rd_h5_close(f);
-      f = H5I_INVALID_HID;
     }
   }
-  if (rd_share_status(ctx, st, 0) != RD_OK) goto done;
+  if (rd_share_status(ctx, st, 0) != RD_OK) return st->code;
   /* every rank gets the layout (sizes, types, dataset paths, mappable offsets) */
-  rd_dsinfo *cov_keep = L.cov;
-  L.cov = NULL;
-  rd_bcast_bytes(ctx, &L, sizeof L, 0);
-  L.cov = ctx->rank == 0 ? cov_keep : NULL;
-  users_share(ctx, L.P, &u, st);
+  rd_dsinfo *cov_keep = L->cov;
+  L->cov = NULL;
+  rd_bcast_bytes(ctx, L, sizeof *L, 0);
+  L->cov = ctx->rank == 0 ? cov_keep : NULL;
+  users_share(ctx, L->P, &in->u, st);
   rd_timing_mark(ctx->rank, job->name, "users+covariates");
 
   /* Phase 2 (every rank): map or read, and check, the rank's blocks. HDF5 (MPI-IO driver) is
    * opened only when a dataset cannot be mapped (chunked, compressed, or another type). */
-  rd_rank_rows(L.P, CM_BLOCK, ctx->size, ctx->rank, &w.lo, &w.hi);
-  if (L.offset[0] < 0 || L.offset[1] < 0 || L.offset[2] < 0) rd_h5_open(job->input, ctx->comm, &f, st);
-  if (st->code == RD_OK) rows_read(ctx, f, job, &L, &w, st);
-  if (rd_agree(ctx, st) != RD_OK) goto done;
+  rd_rank_rows(L->P, CM_BLOCK, ctx->size, ctx->rank, &in->w.lo, &in->w.hi);
+  if (L->offset[0] < 0 || L->offset[1] < 0 || L->offset[2] < 0) rd_h5_open(job->input, ctx->comm, &in->f, st);
+  if (st->code == RD_OK) rows_read(ctx, in->f, job, L, &in->w, st);
+  if (rd_agree(ctx, st) != RD_OK) return st->code;
   rd_timing_mark(ctx->rank, job->name, "read+check values");
-  check_split(ctx, job, &L, &u, &w, st);
-  if (rd_agree(ctx, st) != RD_OK) goto done;
-
+  check_split(ctx, job, L, &in->u, &in->w, st);
+  if (rd_agree(ctx, st) != RD_OK) return st->code;
   rd_timing_mark(ctx->rank, job->name, "user split check");
+  return RD_OK;
+}
+
+/* Every check the report would make on the input's values, without computing it. */
+static int cm_check(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd_status *st) {
+  (void)jf;
+  cm_input in;
+  cm_load(ctx, job, &in, st);
+  input_free(&in, ((const cm_opts *)job->opts)->n_strata);
+  return st->code;
+}
+
+static int cm_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd_run_out *out, rd_status *st) {
+  const cm_opts *o = job->opts;
+  cm_input in;
+  double *tm_all = NULL, *tg_all = NULL, *cm_all = NULL, *F = NULL, *boot_all = NULL;
+  double *tm = NULL, *tg = NULL;
+  int32_t *ntr = NULL, *ntr_all = NULL;
+  rd_progress prog;
+  /* the loaded input moves into these locals, which the cleanup below frees */
+  cm_layout L;
+  cm_users u;
+  cm_rows w;
+  memset(&L, 0, sizeof L);
+  memset(&u, 0, sizeof u);
+  memset(&w, 0, sizeof w);
+  double **covs = NULL;
+  if (cm_load(ctx, job, &in, st) != RD_OK) {
+    input_free(&in, o->n_strata);
+    return st->code;
+  }
+  L = in.L;
+  u = in.u;
+  w = in.w;
+  covs = in.covs;
+  memset(&in.L, 0, sizeof in.L);
+  memset(&in.u, 0, sizeof in.u);
+  memset(&in.w, 0, sizeof in.w);
+  in.covs = NULL;
+
   /* Phase 3: per-pair TM and TG with the backend kernel. */
   int64_t n = w.hi - w.lo;
   tm = malloc(sizeof(double) * (size_t)(n ? n : 1));
@@ -857,8 +945,9 @@ static int cm_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd
       memcpy(boot_all + pos, res[k], sizeof(double) * (size_t)lens[k]);
       pos += lens[k];
     }
-    if (cm_report(job, &L, &u, cm_all, F, boot_all, B, res, &out->result, st) == RD_OK)
-      cm_write_h5(out->h5, P, L.R, tm_all, tg_all, cm_all, ntr_all, st);
+    if (cm_report(job, &L, &u, cm_all, F, boot_all, B, res, &out->result, st) == RD_OK &&
+        cm_write_h5(out->h5, P, L.R, tm_all, tg_all, cm_all, ntr_all, st) == RD_OK && !ctx->quiet)
+      cm_print(ctx->out, job, out->result);
     rd_timing_mark(ctx->rank, job->name, "report+h5");
   }
   rd_free_task_results(res, lens, n_tasks);
@@ -867,10 +956,10 @@ static int cm_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd
   rd_share_status(ctx, st, 0);
 
 done:
-  if (f >= 0) rd_h5_close(f);
+  input_free(&in, o->n_strata);
   rows_free(&w);
   users_free(&u);
-  for (int i = 0; i < o->n_strata; i++) free(covs[i]);
+  for (int i = 0; covs && i < o->n_strata; i++) free(covs[i]);
   free(covs);
   free(L.cov);
   free(tm);
@@ -892,5 +981,6 @@ const rd_kind rd_kind_cm = {
     .parse = cm_parse,
     .free_opts = cm_free_opts,
     .validate = cm_validate,
+    .check = cm_check,
     .run = cm_run,
 };

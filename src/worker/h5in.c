@@ -4,14 +4,25 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 int rd_h5_open(const char *file, MPI_Comm comm, hid_t *out, rd_status *st) {
   *out = H5I_INVALID_HID;
-  if (access(file, R_OK) != 0)
-    return rd_fail(st, RD_EINPUT, "%s: cannot open the input file (%s)", file, strerror(errno));
+  int readable = access(file, R_OK) == 0, err = errno;
+  if (comm != MPI_COMM_NULL) {
+    /* H5Fopen is collective: every rank must enter it or none (a file missing on one node's
+     * local disk must not leave the others waiting) */
+    int all = 0;
+    MPI_Allreduce(&readable, &all, 1, MPI_INT, MPI_MIN, comm);
+    if (!all)
+      return rd_fail(st, RD_EINPUT, "%s: cannot open the input file on every rank (%s)", file,
+                     readable ? "unreadable on another rank" : strerror(err));
+  } else if (!readable) {
+    return rd_fail(st, RD_EINPUT, "%s: cannot open the input file (%s)", file, strerror(err));
+  }
   if (comm == MPI_COMM_NULL) {
     htri_t is = H5Fis_hdf5(file);
     if (is <= 0) return rd_fail(st, RD_EINPUT, "%s: not an HDF5 file", file);
@@ -180,12 +191,14 @@ static hid_t native_int(const rd_dsinfo *info) {
   }
 }
 
-/* Reads raw integers of the file's width (no clipping conversions) and widens them. Enum
- * datasets are read through a copy of their own type, which has the same bytes as the base. */
-static int read_ints_raw(hid_t f, const char *file, const rd_dsinfo *info, int64_t row0, int64_t nrows,
-                         int64_t *out, rd_status *st) {
+/* Reads integers of the file's width without HDF5's clipping conversions and widens them to
+ * 64-bit words: signed values sign-extended, unsigned ones as they are (so a uint64 above 2^63
+ * keeps its value; `info->is_signed` says how to read the word). Enum datasets (h5py booleans)
+ * are read through a copy of their own type, which has the bytes of the base integer. */
+static int read_int_words(hid_t f, const char *file, const rd_dsinfo *info, int64_t row0, int64_t nrows,
+                          uint64_t *out, rd_status *st) {
   int64_t n = nrows * row_elems(info);
-  size_t w = info->tsize <= 8 ? info->tsize : 8;
+  size_t w = info->tsize;
   if (w != 1 && w != 2 && w != 4 && w != 8)
     return rd_fail(st, RD_EINPUT, "%s: dataset %s has %zu-byte integers (expected 1, 2, 4 or 8)", file, info->path,
                    info->tsize);
@@ -202,13 +215,10 @@ static int read_ints_raw(hid_t f, const char *file, const rd_dsinfo *info, int64
   if (rc == RD_OK) {
     for (int64_t i = 0; i < n; i++) {
       switch (w) {
-        case 1: out[i] = info->is_signed ? ((int8_t *)raw)[i] : ((uint8_t *)raw)[i]; break;
-        case 2: out[i] = info->is_signed ? ((int16_t *)raw)[i] : ((uint16_t *)raw)[i]; break;
-        case 4: out[i] = info->is_signed ? ((int32_t *)raw)[i] : (int64_t)((uint32_t *)raw)[i]; break;
-        default: {
-          uint64_t u = ((uint64_t *)raw)[i];
-          out[i] = (!info->is_signed && u > (uint64_t)INT64_MAX) ? INT64_MAX : (int64_t)u;
-        }
+        case 1: out[i] = info->is_signed ? (uint64_t)(int64_t)((int8_t *)raw)[i] : ((uint8_t *)raw)[i]; break;
+        case 2: out[i] = info->is_signed ? (uint64_t)(int64_t)((int16_t *)raw)[i] : ((uint16_t *)raw)[i]; break;
+        case 4: out[i] = info->is_signed ? (uint64_t)(int64_t)((int32_t *)raw)[i] : ((uint32_t *)raw)[i]; break;
+        default: out[i] = ((uint64_t *)raw)[i];
       }
     }
   }
@@ -216,12 +226,28 @@ static int read_ints_raw(hid_t f, const char *file, const rd_dsinfo *info, int64
   return rc;
 }
 
-int rd_h5_read_int_rows(hid_t f, const char *file, const rd_dsinfo *info, int64_t row0, int64_t nrows,
-                        int64_t *out, rd_status *st) {
+/* A word from read_int_words as a double (exact below 2^53). */
+static double word_to_double(uint64_t w, int is_signed) { return is_signed ? (double)(int64_t)w : (double)w; }
+
+int rd_h5_read_int_words(hid_t f, const char *file, const rd_dsinfo *info, int64_t row0, int64_t nrows,
+                         uint64_t *out, rd_status *st) {
   if (info->tclass != RD_TC_INT)
     return rd_fail(st, RD_EINPUT, "%s: dataset %s has %s type, expected integers", file, info->path,
                    class_name(info->tclass));
-  return read_ints_raw(f, file, info, row0, nrows, out, st);
+  return read_int_words(f, file, info, row0, nrows, out, st);
+}
+
+int rd_h5_read_int_rows(hid_t f, const char *file, const rd_dsinfo *info, int64_t row0, int64_t nrows,
+                        int64_t *out, rd_status *st) {
+  RD_TRY(rd_h5_read_int_words(f, file, info, row0, nrows, (uint64_t *)out, st));
+  if (!info->is_signed) {
+    int64_t n = nrows * row_elems(info);
+    for (int64_t i = 0; i < n; i++)
+      if ((uint64_t)out[i] > (uint64_t)INT64_MAX)
+        return rd_fail_at(st, RD_EINPUT, row0 * row_elems(info) + i, "%s: %s: value %llu at element %lld is above 2^63 - 1",
+                          file, info->path, (unsigned long long)out[i], (long long)(row0 * row_elems(info) + i));
+  }
+  return RD_OK;
 }
 
 int rd_h5_read_flag_rows(hid_t f, const char *file, const rd_dsinfo *info, int64_t row0, int64_t nrows,
@@ -250,18 +276,21 @@ int rd_h5_read_flag_rows(hid_t f, const char *file, const rd_dsinfo *info, int64
       return RD_OK;
     }
   }
-  int64_t *wide = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+  uint64_t *wide = malloc(sizeof(uint64_t) * (size_t)(n ? n : 1));
   if (!wide) return rd_fail(st, RD_EFAIL, "out of memory reading %s", info->path);
-  int rc = read_ints_raw(f, file, info, row0, nrows, wide, st);
+  int rc = read_int_words(f, file, info, row0, nrows, wide, st);
   for (int64_t i = 0; rc == RD_OK && i < n; i++) {
-    if (wide[i] != 0 && wide[i] != 1) {
+    if (wide[i] > 1) {
       int64_t r = row0 + i / cols, c = i % cols;
+      char val[32];
+      if (info->is_signed) snprintf(val, sizeof val, "%lld", (long long)(int64_t)wide[i]);
+      else snprintf(val, sizeof val, "%llu", (unsigned long long)wide[i]);
       if (info->ndims == 2)
-        rc = rd_fail_at(st, RD_EINPUT, row0 * cols + i, "%s: %s[%lld, %lld] = %lld, expected 0 or 1", file,
-                        info->path, (long long)r, (long long)c, (long long)wide[i]);
+        rc = rd_fail_at(st, RD_EINPUT, row0 * cols + i, "%s: %s[%lld, %lld] = %s, expected 0 or 1", file, info->path,
+                        (long long)r, (long long)c, val);
       else
-        rc = rd_fail_at(st, RD_EINPUT, row0 * cols + i, "%s: %s[%lld] = %lld, expected 0 or 1", file, info->path,
-                        (long long)r, (long long)wide[i]);
+        rc = rd_fail_at(st, RD_EINPUT, row0 * cols + i, "%s: %s[%lld] = %s, expected 0 or 1", file, info->path,
+                        (long long)r, val);
       break;
     }
     out[i] = (uint8_t)wide[i];
@@ -277,10 +306,10 @@ int rd_h5_read_numeric(hid_t f, const char *file, const rd_dsinfo *info, double 
   if (info->tclass != RD_TC_INT)
     return rd_fail(st, RD_EINPUT, "%s: dataset %s has %s type, expected numbers", file, info->path,
                    class_name(info->tclass));
-  int64_t *tmp = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+  uint64_t *tmp = malloc(sizeof(uint64_t) * (size_t)(n ? n : 1));
   if (!tmp) return rd_fail(st, RD_EFAIL, "out of memory reading %s", info->path);
-  int rc = read_ints_raw(f, file, info, 0, info->ndims ? info->dims[0] : 1, tmp, st);
-  for (int64_t i = 0; rc == RD_OK && i < n; i++) out[i] = (double)tmp[i];
+  int rc = read_int_words(f, file, info, 0, info->ndims ? info->dims[0] : 1, tmp, st);
+  for (int64_t i = 0; rc == RD_OK && i < n; i++) out[i] = word_to_double(tmp[i], info->is_signed);
   free(tmp);
   return rc;
 }
@@ -455,6 +484,13 @@ void rd_h5_free_list(char **names, int n) {
   free(names);
 }
 
+/* The name of the file an object lives in (an external link can lead to another file). */
+static int same_file(hid_t f, hid_t obj) {
+  char a[4096], b[4096];
+  ssize_t na = H5Fget_name(f, a, sizeof a), nb = H5Fget_name(obj, b, sizeof b);
+  return na > 0 && nb > 0 && (size_t)na < sizeof a && (size_t)nb < sizeof b && strcmp(a, b) == 0;
+}
+
 int rd_h5_contig_offset(hid_t f, const rd_dsinfo *info, hid_t memtype, int64_t *offset) {
   *offset = -1;
   const char *off = getenv("RMDIAG_NO_MMAP");
@@ -462,11 +498,21 @@ int rd_h5_contig_offset(hid_t f, const rd_dsinfo *info, hid_t memtype, int64_t *
   hid_t d = H5Dopen2(f, info->path, H5P_DEFAULT);
   if (d < 0) return 0;
   hid_t dcpl = H5Dget_create_plist(d), ft = H5Dget_type(d);
-  int ok = H5Pget_layout(dcpl) == H5D_CONTIGUOUS && H5Pget_external_count(dcpl) == 0 && H5Tequal(ft, memtype) > 0;
+  size_t esize = H5Tget_size(ft);
+  /* mappable: stored whole in this very file, contiguous, in the memory's type, element-aligned,
+   * and inside the file as it is on disk */
+  int ok = same_file(f, d) && H5Pget_layout(dcpl) == H5D_CONTIGUOUS && H5Pget_external_count(dcpl) == 0 &&
+           H5Tequal(ft, memtype) > 0;
   haddr_t addr = ok ? H5Dget_offset(d) : HADDR_UNDEF;
-  int64_t total = (int64_t)H5Tget_size(ft);
+  int64_t total = (int64_t)esize;
   for (int i = 0; i < info->ndims; i++) total *= info->dims[i];
-  ok = ok && addr != HADDR_UNDEF && (int64_t)H5Dget_storage_size(d) == total;
+  ok = ok && addr != HADDR_UNDEF && (int64_t)H5Dget_storage_size(d) == total && esize > 0 && addr % esize == 0;
+  if (ok) {
+    char name[4096];
+    struct stat sb;
+    ssize_t nn = H5Fget_name(f, name, sizeof name);
+    ok = nn > 0 && (size_t)nn < sizeof name && stat(name, &sb) == 0 && (int64_t)addr + total <= (int64_t)sb.st_size;
+  }
   H5Tclose(ft);
   H5Pclose(dcpl);
   H5Dclose(d);

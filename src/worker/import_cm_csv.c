@@ -22,6 +22,8 @@ typedef struct csv_state {
   const char *file;
   rd_status *st;
   int64_t row;        /* record number, header = 1 */
+  int64_t line_now;   /* physical line being parsed (the file is fed line by line) */
+  int64_t rec_line;   /* physical line where the current record starts (0: not started) */
   int ncols, field;
   int col_of[N_REQ];  /* header position of each required column */
   int *cov_col;       /* header position -> covariate index or -1 */
@@ -94,6 +96,11 @@ static int grow_pairs(csv_state *S, int64_t need) {
   return 0;
 }
 
+/* A covariate name becomes an HDF5 dataset name. */
+static int bad_name(const char *n) {
+  return !n[0] || strchr(n, '/') || strcmp(n, ".") == 0 || strcmp(n, "..") == 0 || strlen(n) > 200;
+}
+
 static void on_header(csv_state *S) {
   for (int k = 0; k < N_REQ; k++) S->col_of[k] = -1;
   S->cov_col = malloc(sizeof(int) * (size_t)(S->ncols ? S->ncols : 1));
@@ -101,7 +108,7 @@ static void on_header(csv_state *S) {
     S->cov_col[c] = -1;
     for (int d = 0; d < c; d++)
       if (strcmp(S->header[c], S->header[d]) == 0) {
-        rd_fail(S->st, RD_EINPUT, "%s: row 1 (header): column \"%s\" appears twice", S->file, S->header[c]);
+        rd_fail(S->st, RD_EINPUT, "%s: line %lld (header): column \"%s\" appears twice", S->file, (long long)S->rec_line, S->header[c]);
         return;
       }
     int req = -1;
@@ -110,8 +117,10 @@ static void on_header(csv_state *S) {
     if (req >= 0) {
       S->col_of[req] = c;
     } else {
-      if (!S->header[c][0] || strchr(S->header[c], '/')) {
-        rd_fail(S->st, RD_EINPUT, "%s: row 1 (header): column %d has an empty name or one with '/'", S->file, c + 1);
+      if (bad_name(S->header[c])) {
+        rd_fail(S->st, RD_EINPUT, "%s: line %lld (header): column %d: \"%.60s\" cannot name a covariate (expected a "
+                "non-empty name of at most 200 bytes without '/', not \".\" or \"..\")", S->file, (long long)S->rec_line,
+                c + 1, S->header[c]);
         return;
       }
       S->cov_col[c] = S->ncov++;
@@ -119,15 +128,15 @@ static void on_header(csv_state *S) {
   }
   for (int k = 0; k < N_REQ; k++)
     if (S->col_of[k] < 0) {
-      rd_fail(S->st, RD_EINPUT, "%s: row 1 (header): missing column \"%s\" (expected run,pair,user,reward_chosen,"
-              "reward_rejected,in_train plus optional covariates)", S->file, req_names[k]);
+      rd_fail(S->st, RD_EINPUT, "%s: line %lld (header): missing column \"%s\" (expected run,pair,user,reward_chosen,"
+              "reward_rejected,in_train plus optional covariates)", S->file, (long long)S->rec_line, req_names[k]);
       return;
     }
 }
 
 static void on_record(csv_state *S) {
   const char *f = S->file;
-  int64_t line = S->row;
+  int64_t line = S->rec_line;
   char **v = S->fields;
   if (grow_rows(S) != 0) {
     rd_fail(S->st, RD_EFAIL, "out of memory reading %s", f);
@@ -136,12 +145,12 @@ static void on_record(csv_state *S) {
   int64_t i = S->n;
   double rc, rr;
   if (!parse_double(v[S->col_of[COL_RC]], &rc) || !isfinite(rc)) {
-    rd_fail(S->st, RD_EINPUT, "%s: row %lld: reward_chosen = \"%s\", expected a finite number", f, (long long)line,
+    rd_fail(S->st, RD_EINPUT, "%s: line %lld: reward_chosen = \"%s\", expected a finite number", f, (long long)line,
             v[S->col_of[COL_RC]]);
     return;
   }
   if (!parse_double(v[S->col_of[COL_RR]], &rr) || !isfinite(rr)) {
-    rd_fail(S->st, RD_EINPUT, "%s: row %lld: reward_rejected = \"%s\", expected a finite number", f, (long long)line,
+    rd_fail(S->st, RD_EINPUT, "%s: line %lld: reward_rejected = \"%s\", expected a finite number", f, (long long)line,
             v[S->col_of[COL_RR]]);
     return;
   }
@@ -150,12 +159,12 @@ static void on_record(csv_state *S) {
   if (strcmp(fl, "1") == 0 || strcasecmp(fl, "true") == 0) flag = 1;
   else if (strcmp(fl, "0") == 0 || strcasecmp(fl, "false") == 0) flag = 0;
   else {
-    rd_fail(S->st, RD_EINPUT, "%s: row %lld: in_train = \"%s\", expected 0 or 1", f, (long long)line, fl);
+    rd_fail(S->st, RD_EINPUT, "%s: line %lld: in_train = \"%s\", expected 0 or 1", f, (long long)line, fl);
     return;
   }
   const char *run = v[S->col_of[COL_RUN]], *pair = v[S->col_of[COL_PAIR]], *user = v[S->col_of[COL_USER]];
   if (!run[0] || !pair[0] || !user[0]) {
-    rd_fail(S->st, RD_EINPUT, "%s: row %lld: run, pair and user must not be empty", f, (long long)line);
+    rd_fail(S->st, RD_EINPUT, "%s: line %lld: run, pair and user must not be empty", f, (long long)line);
     return;
   }
   int is_new = 0;
@@ -175,7 +184,7 @@ static void on_record(csv_state *S) {
     S->pair_user[p] = u;
     S->pair_line[p] = line;
   } else if (S->pair_user[p] != u) {
-    rd_fail(S->st, RD_EINPUT, "%s: row %lld: pair \"%s\" has user \"%s\" but row %lld gave it user \"%s\"; a pair "
+    rd_fail(S->st, RD_EINPUT, "%s: line %lld: pair \"%s\" has user \"%s\" but line %lld gave it user \"%s\"; a pair "
             "belongs to one user", f, (long long)line, pair, user, (long long)S->pair_line[p],
             S->users.keys[S->pair_user[p]]);
     return;
@@ -187,14 +196,14 @@ static void on_record(csv_state *S) {
     double x = NAN;
     if (t[0] && strcasecmp(t, "nan") != 0 && strcasecmp(t, "na") != 0 && strcasecmp(t, "null") != 0 &&
         !parse_double(t, &x)) {
-      rd_fail(S->st, RD_EINPUT, "%s: row %lld: covariate %s = \"%s\", expected a number (or empty for missing)", f,
+      rd_fail(S->st, RD_EINPUT, "%s: line %lld: covariate %s = \"%s\", expected a number (or empty for missing)", f,
               (long long)line, S->header[c], t);
       return;
     }
     if (is_new) {
       cov[k] = x;
     } else if (!(cov[k] == x || (isnan(cov[k]) && isnan(x)))) {
-      rd_fail(S->st, RD_EINPUT, "%s: row %lld: covariate %s of pair \"%s\" is %s here but %.17g in row %lld; a "
+      rd_fail(S->st, RD_EINPUT, "%s: line %lld: covariate %s of pair \"%s\" is %s here but %.17g on line %lld; a "
               "covariate has one value per pair", f, (long long)line, S->header[c], pair, t, cov[k],
               (long long)S->pair_line[p]);
       return;
@@ -213,6 +222,11 @@ static void cb_field(void *data, size_t len, void *ctx) {
   csv_state *S = ctx;
   if (S->st->code != RD_OK) return;
   const char *s = data ? (const char *)data : "";
+  if (S->rec_line == 0) S->rec_line = S->line_now;
+  if (S->row == 1 && S->ncols == 0 && len >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0) {
+    s += 3;  /* a UTF-8 byte order mark (spreadsheet exports) */
+    len -= 3;
+  }
   if (S->row == 1) {
     char **h = realloc(S->header, sizeof(char *) * (size_t)(S->ncols + 1));
     if (!h) return;
@@ -235,13 +249,14 @@ static void cb_row(int c, void *ctx) {
     on_header(S);
     S->fields = calloc((size_t)S->ncols, sizeof(char *));
   } else if (S->field != S->ncols) {
-    rd_fail(S->st, RD_EINPUT, "%s: row %lld has %d fields, expected %d (as in the header)", S->file,
-            (long long)S->row, S->field, S->ncols);
+    rd_fail(S->st, RD_EINPUT, "%s: line %lld has %d fields, expected %d (as in the header)", S->file,
+            (long long)S->rec_line, S->field, S->ncols);
   } else {
     on_record(S);
   }
   S->row++;
   S->field = 0;
+  S->rec_line = 0;
 }
 
 /* Order of ids: ascending numeric when all are integers, else first appearance. perm[new] = old. */
@@ -298,7 +313,7 @@ static int write_output(csv_state *S, const char *out_path, const char *group, r
   for (int64_t i = 0; i < S->n; i++) {
     int64_t p = pnew[S->r_pair[i]], r = rnew[S->r_run[i]], e = p * R + r;
     if (seen[e]) {
-      rc_ok = rd_fail(st, RD_EINPUT, "%s: row %lld repeats pair \"%s\" run \"%s\" of row %lld; each (pair, run) must "
+      rc_ok = rd_fail(st, RD_EINPUT, "%s: line %lld repeats pair \"%s\" run \"%s\" of line %lld; each (pair, run) must "
                       "appear once", f, (long long)S->r_line[i], S->pairs.keys[S->r_pair[i]], S->runs.keys[S->r_run[i]],
                       (long long)seen[e]);
       goto done;
@@ -331,10 +346,15 @@ static int write_output(csv_state *S, const char *out_path, const char *group, r
     if (rc_ok == RD_OK) rc_ok = rd_h5_write_f64(h, DS("reward_rejected"), 2, d2, rr, st);
     if (rc_ok == RD_OK) rc_ok = rd_h5_write_u8(h, DS("in_train"), 2, d2, flag, st);
     /* users: integers when every id is an integer, else strings */
+    /* integers only when every id is an integer written the canonical way ("7", not "007" or
+     * "+7"), so that distinct ids stay distinct */
     int users_int = 1;
-    int64_t dummy;
-    for (int64_t k = 0; k < S->users.n; k++)
-      if (!is_int_text(S->users.keys[k], &dummy)) users_int = 0;
+    int64_t v;
+    char canon[32];
+    for (int64_t k = 0; k < S->users.n && users_int; k++) {
+      if (!is_int_text(S->users.keys[k], &v)) users_int = 0;
+      else if (snprintf(canon, sizeof canon, "%lld", (long long)v), strcmp(canon, S->users.keys[k]) != 0) users_int = 0;
+    }
     if (rc_ok == RD_OK && users_int) {
       int64_t *uid = malloc(sizeof(int64_t) * (size_t)P);
       if (!uid) rc_ok = rd_fail(st, RD_EFAIL, "out of memory");
@@ -389,13 +409,17 @@ done:
 int rd_import_cm_csv(int argc, char **argv, const char *out_path, FILE *log, rd_status *st) {
   const char *input = NULL, *group = "/cm";
   for (int i = 0; i < argc; i++) {
-    if (strcmp(argv[i], "--group") == 0 && i + 1 < argc) group = argv[++i];
+    if (strcmp(argv[i], "--group") == 0) {
+      if (i + 1 >= argc) return rd_fail(st, RD_EINPUT, "rmdiag import cm-csv: --group needs a value (an HDF5 group)");
+      group = argv[++i];
+    }
     else if (argv[i][0] == '-' && argv[i][1]) return rd_fail(st, RD_EINPUT, "rmdiag import cm-csv: unknown option %s", argv[i]);
     else if (!input) input = argv[i];
     else return rd_fail(st, RD_EINPUT, "rmdiag import cm-csv: one input CSV expected, got also \"%s\"", argv[i]);
   }
   if (!input) return rd_fail(st, RD_EINPUT, "rmdiag import cm-csv: missing INPUT.csv");
-  if (group[0] != '/') return rd_fail(st, RD_EINPUT, "rmdiag import cm-csv: --group must start with '/'");
+  if (group[0] != '/' || strlen(group) > 255)
+    return rd_fail(st, RD_EINPUT, "rmdiag import cm-csv: --group must be an HDF5 path starting with '/' (at most 255 bytes)");
   FILE *fp = fopen(input, "rb");
   if (!fp) return rd_fail(st, RD_EINPUT, "%s: cannot open (%s)", input, strerror(errno));
   csv_state S;
@@ -408,15 +432,19 @@ int rd_import_cm_csv(int argc, char **argv, const char *out_path, FILE *log, rd_
   rd_idmap_init(&S.users, 1 << 12);
   struct csv_parser parser;
   csv_init(&parser, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL);
-  char buf[1 << 16];
-  size_t got;
-  while (st->code == RD_OK && (got = fread(buf, 1, sizeof buf, fp)) > 0) {
-    if (csv_parse(&parser, buf, got, cb_field, cb_row, &S) != got && st->code == RD_OK)
-      rd_fail(st, RD_EINPUT, "%s: row %lld: malformed CSV (%s)", input, (long long)S.row,
+  /* fed one physical line at a time, so messages can name the line where a record starts */
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t got;
+  while (st->code == RD_OK && (got = getline(&line, &cap, fp)) > 0) {
+    S.line_now++;
+    if (csv_parse(&parser, line, (size_t)got, cb_field, cb_row, &S) != (size_t)got && st->code == RD_OK)
+      rd_fail(st, RD_EINPUT, "%s: line %lld: malformed CSV (%s)", input, (long long)S.line_now,
               csv_strerror(csv_error(&parser)));
   }
+  free(line);
   if (st->code == RD_OK && csv_fini(&parser, cb_field, cb_row, &S) != 0)
-    rd_fail(st, RD_EINPUT, "%s: row %lld: malformed CSV at the end of the file (%s)", input, (long long)S.row,
+    rd_fail(st, RD_EINPUT, "%s: line %lld: malformed CSV at the end of the file (%s)", input, (long long)S.line_now,
             csv_strerror(csv_error(&parser)));
   csv_free(&parser);
   fclose(fp);

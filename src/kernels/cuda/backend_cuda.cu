@@ -61,51 +61,67 @@ __global__ void cm_pairs_kernel(const T *rc, const T *rr, const unsigned char *m
     n_in += m[p * R + j];
   }
   int n_out = (int)R - n_in;
-  tm[p] = n_in > 0 ? s_in / n_in : nan("");
-  tg[p] = n_out > 0 ? s_out / n_out : nan("");
+  const double qnan = __longlong_as_double(0x7ff8000000000000LL);  // the CPU's NAN, bit for bit
+  tm[p] = n_in > 0 ? s_in / n_in : qnan;
+  tg[p] = n_out > 0 ? s_out / n_out : qnan;
   n_train[p] = n_in;
 }
 
+// Pairs go through the device in slices of at most 2^20 (about 110 MB of float64 rewards for 25
+// runs), so a rank's shard of any size fits.
 static int cuda_cm_pairs(const rd_cm_block *in, rd_cm_pairs *out, char *err, size_t errlen) {
-  long long P = in->n_pairs, R = in->n_runs;
-  size_t es = in->ftype == RD_F32 ? sizeof(float) : sizeof(double);
-  size_t nel = (size_t)(P * R);
+  const long long P = in->n_pairs, R = in->n_runs, slice = 1LL << 20;
+  const size_t es = in->ftype == RD_F32 ? sizeof(float) : sizeof(double);
+  const long long np_max = P < slice ? P : slice;
   void *d_rc = NULL, *d_rr = NULL;
   unsigned char *d_m = NULL;
   double *d_tm = NULL, *d_tg = NULL;
-  int *d_n = NULL;
-  CUDA_TRY(cudaMalloc(&d_rc, nel * es), err, errlen);
-  CUDA_TRY(cudaMalloc(&d_rr, nel * es), err, errlen);
-  CUDA_TRY(cudaMalloc(&d_m, nel), err, errlen);
-  CUDA_TRY(cudaMalloc(&d_tm, (size_t)P * sizeof(double)), err, errlen);
-  CUDA_TRY(cudaMalloc(&d_tg, (size_t)P * sizeof(double)), err, errlen);
-  CUDA_TRY(cudaMalloc(&d_n, (size_t)P * sizeof(int)), err, errlen);
-  CUDA_TRY(cudaMemcpy(d_rc, in->reward_chosen, nel * es, cudaMemcpyHostToDevice), err, errlen);
-  CUDA_TRY(cudaMemcpy(d_rr, in->reward_rejected, nel * es, cudaMemcpyHostToDevice), err, errlen);
-  CUDA_TRY(cudaMemcpy(d_m, in->in_train, nel, cudaMemcpyHostToDevice), err, errlen);
-  int threads = 256;
-  long long blocks = (P + threads - 1) / threads;
-  if (in->ftype == RD_F32)
-    cm_pairs_kernel<float><<<(unsigned)blocks, threads>>>((const float *)d_rc, (const float *)d_rr, d_m, P, R, d_tm,
-                                                          d_tg, d_n);
-  else
-    cm_pairs_kernel<double><<<(unsigned)blocks, threads>>>((const double *)d_rc, (const double *)d_rr, d_m, P, R,
-                                                           d_tm, d_tg, d_n);
-  CUDA_TRY(cudaGetLastError(), err, errlen);
-  CUDA_TRY(cudaMemcpy(out->tm, d_tm, (size_t)P * sizeof(double), cudaMemcpyDeviceToHost), err, errlen);
-  CUDA_TRY(cudaMemcpy(out->tg, d_tg, (size_t)P * sizeof(double), cudaMemcpyDeviceToHost), err, errlen);
-  CUDA_TRY(cudaMemcpy(out->n_train, d_n, (size_t)P * sizeof(int), cudaMemcpyDeviceToHost), err, errlen);
+  int *d_n = NULL, rc = 1;
+  cudaError_t e = cudaSuccess;
+#define STEP(call)                                                                                    \
+  if ((e = (call)) != cudaSuccess) {                                                                  \
+    snprintf(err, errlen, "%s failed at %s:%d: %s", #call, __FILE__, __LINE__, cudaGetErrorString(e)); \
+    goto cleanup;                                                                                     \
+  }
+  STEP(cudaMalloc(&d_rc, (size_t)(np_max * R) * es));
+  STEP(cudaMalloc(&d_rr, (size_t)(np_max * R) * es));
+  STEP(cudaMalloc(&d_m, (size_t)(np_max * R)));
+  STEP(cudaMalloc(&d_tm, (size_t)np_max * sizeof(double)));
+  STEP(cudaMalloc(&d_tg, (size_t)np_max * sizeof(double)));
+  STEP(cudaMalloc(&d_n, (size_t)np_max * sizeof(int)));
+  for (long long p0 = 0; p0 < P; p0 += slice) {
+    long long np = P - p0 < slice ? P - p0 : slice;
+    size_t nel = (size_t)(np * R);
+    STEP(cudaMemcpy(d_rc, (const char *)in->reward_chosen + (size_t)(p0 * R) * es, nel * es, cudaMemcpyHostToDevice));
+    STEP(cudaMemcpy(d_rr, (const char *)in->reward_rejected + (size_t)(p0 * R) * es, nel * es, cudaMemcpyHostToDevice));
+    STEP(cudaMemcpy(d_m, in->in_train + p0 * R, nel, cudaMemcpyHostToDevice));
+    unsigned blocks = (unsigned)((np + 255) / 256);
+    if (in->ftype == RD_F32)
+      cm_pairs_kernel<float><<<blocks, 256>>>((const float *)d_rc, (const float *)d_rr, d_m, np, R, d_tm, d_tg, d_n);
+    else
+      cm_pairs_kernel<double><<<blocks, 256>>>((const double *)d_rc, (const double *)d_rr, d_m, np, R, d_tm, d_tg, d_n);
+    STEP(cudaGetLastError());
+    STEP(cudaMemcpy(out->tm + p0, d_tm, (size_t)np * sizeof(double), cudaMemcpyDeviceToHost));
+    STEP(cudaMemcpy(out->tg + p0, d_tg, (size_t)np * sizeof(double), cudaMemcpyDeviceToHost));
+    STEP(cudaMemcpy(out->n_train + p0, d_n, (size_t)np * sizeof(int), cudaMemcpyDeviceToHost));
+  }
+  rc = 0;
+#undef STEP
+cleanup:
   cudaFree(d_rc);
   cudaFree(d_rr);
   cudaFree(d_m);
   cudaFree(d_tm);
   cudaFree(d_tg);
   cudaFree(d_n);
-  return 0;
+  return rc;
 }
 
+// The kinds' kernel tables, each in its own file beside this one.
+extern "C" const struct rd_leak_kernels rd_leak_kernels_cuda;
+
 static const rd_backend cuda_backend = {
-    RD_BACKEND_ABI, "cuda", cuda_init, cuda_fini, cuda_cm_pairs, &rd_bench_kernels_cuda, NULL, NULL,
+    RD_BACKEND_ABI, "cuda", cuda_init, cuda_fini, cuda_cm_pairs, &rd_bench_kernels_cuda, &rd_leak_kernels_cuda, NULL,
 };
 
 extern "C" __attribute__((visibility("default"))) const rd_backend *rmdiag_cuda_backend(void) {

@@ -1,0 +1,98 @@
+/* CPU reference kernels of the leakage report: bootstrap replicates of a cell's scored rows and
+ * factor-shuffle null draws (draws from rd_rng_below_u32_fill). Each replicate or draw is
+ * computed whole, in draw order, so any split of the flat index range (over ranks, chunks or GPU
+ * threads) gives the same bits. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rmdiag/leak.h"
+#include "rmdiag/rng.h"
+
+/* Eight doubles of one packed row (loads need only 8-byte alignment). */
+typedef double v8d __attribute__((vector_size(64), aligned(8)));
+
+/* Replicates b0..b1-1 of one cell (n rows), four at a time: each replicate's sums run over its draws in
+ * draw order; the four accumulators only interleave independent replicates. Lane-wise vector adds are
+ * the same IEEE additions as scalar ones, so every vector width gives the same values. */
+__attribute__((target_clones("avx512f", "avx2", "default")))
+static void boot_cell(const double *rows, int64_t n, const rd_stream *s, uint64_t cell_id, int64_t b0, int64_t b1,
+                      uint32_t *idx, int64_t stride, double *r, double *mae) {
+  for (int64_t b = b0; b < b1; b += 4) {
+    for (int q = 0; q < 4; q++) {
+      int64_t rep = b + q < b1 ? b + q : b1 - 1;
+      rd_rng_below_u32_fill(s, (cell_id << 32) | (uint64_t)rep, (uint32_t)n, n, idx + q * stride);
+    }
+    const uint32_t *i0 = idx, *i1 = idx + stride, *i2 = idx + 2 * stride, *i3 = idx + 3 * stride;
+    v8d a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+    for (int64_t j = 0; j < n; j++) {
+      a0 += *(const v8d *)(rows + 8 * (size_t)i0[j]);
+      a1 += *(const v8d *)(rows + 8 * (size_t)i1[j]);
+      a2 += *(const v8d *)(rows + 8 * (size_t)i2[j]);
+      a3 += *(const v8d *)(rows + 8 * (size_t)i3[j]);
+    }
+    const v8d acc[4] = {a0, a1, a2, a3};
+    for (int q = 0; q < 4 && b + q < b1; q++) {
+      double sums[6];
+      for (int k = 0; k < 6; k++) sums[k] = acc[q][k];
+      rd_leak_boot_finish(sums, n, &r[b + q - b0], &mae[b + q - b0]);
+    }
+  }
+}
+
+int rd_leak_bootstrap_cpu(const rd_leak_boot *in, int64_t k0, int64_t k1, double *r, double *mae) {
+  if (k1 <= k0) return 0;
+  int64_t max_n = 0;
+  for (int64_t c = k0 / in->B; c <= (k1 - 1) / in->B; c++)
+    if (in->row_off[c + 1] - in->row_off[c] > max_n) max_n = in->row_off[c + 1] - in->row_off[c];
+  int64_t stride = (max_n + 63) & ~(int64_t)63;
+  uint32_t *idx = aligned_alloc(64, sizeof(uint32_t) * 4 * (size_t)(stride ? stride : 64));
+  if (!idx) return -1;
+  for (int64_t k = k0; k < k1;) {
+    int64_t c = k / in->B, b = k % in->B;
+    int64_t b_end = in->B < b + (k1 - k) ? in->B : b + (k1 - k);
+    int64_t n = in->row_off[c + 1] - in->row_off[c];
+    if (n == 0) {
+      for (int64_t q = b; q < b_end; q++) {
+        double sums[6] = {0, 0, 0, 0, 0, 0};
+        rd_leak_boot_finish(sums, n, &r[k - k0 + q - b], &mae[k - k0 + q - b]);
+      }
+    } else {
+      boot_cell(in->rows + 8 * in->row_off[c], n, &in->stream, in->cell_id[c], b, b_end, idx, stride, r + (k - k0),
+                mae + (k - k0));
+    }
+    k += b_end - b;
+  }
+  free(idx);
+  return 0;
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default")))
+static void null_count(const uint32_t *restrict av, const uint32_t *restrict ht, const uint32_t *restrict idx, int64_t nm,
+                       int32_t *used, int32_t *hits) {
+  uint32_t u = 0, h = 0;
+  for (int64_t i = 0; i < nm; i++) {
+    u += (av[i] >> idx[i]) & 1u;
+    h += (ht[i] >> idx[i]) & 1u;
+  }
+  *used = (int32_t)u;
+  *hits = (int32_t)h;
+}
+
+int rd_leak_null_cpu(const rd_leak_null *in, int64_t k0, int64_t k1, int32_t *used, int32_t *hits) {
+  if (k1 <= k0) return 0;
+  int64_t max_m = 0;
+  for (int64_t t = 0; t < in->n_targets; t++)
+    if (in->month_off[t + 1] - in->month_off[t] > max_m) max_m = in->month_off[t + 1] - in->month_off[t];
+  uint32_t *idx = aligned_alloc(64, sizeof(uint32_t) * (size_t)(((max_m + 63) & ~(int64_t)63) + 64));
+  if (!idx) return -1;
+  for (int64_t k = k0; k < k1; k++) {
+    int64_t t = k / in->P, p = k % in->P;
+    int64_t m0 = in->month_off[t], nm = in->month_off[t + 1] - m0;
+    used[k - k0] = hits[k - k0] = 0;
+    if (nm == 0) continue;
+    rd_rng_below_u32_fill(&in->stream, (in->target_id[t] << 32) | (uint64_t)p, in->n_sib, nm, idx);
+    null_count(in->avail + m0, in->hit + m0, idx, nm, &used[k - k0], &hits[k - k0]);
+  }
+  free(idx);
+  return 0;
+}
