@@ -52,6 +52,10 @@ void rd_bench_gather_sum(const uint32_t *idx, int64_t n, const double *X, int64_
 /* The same over int16 lanes (exact; the caller keeps every sum within INT16_MAX); ld a multiple
  * of 32 and rows readable up to L rounded up to 32. */
 void rd_bench_gather_sum16(const uint32_t *idx, int64_t n, const int16_t *X, int64_t ld, int64_t L, int16_t *out);
+/* The same over uint8 lanes holding 0/1 (ld a multiple of 64, rows readable up to L rounded up to
+ * 64, n <= INT16_MAX). */
+void rd_bench_gather_mean8(const uint32_t *idx, int64_t n, const uint8_t *X, int64_t ld, int64_t L, double den,
+                           double *out);
 /* Index of the first of n values that is neither 0 nor 1, or -1. */
 int64_t rd_bench_first_nonbinary(const double *x, int64_t n);
 /* out[l] = (double)(that int16 sum) / den for l < L. */

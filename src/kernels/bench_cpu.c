@@ -178,3 +178,50 @@ int64_t rd_bench_first_nonbinary(const double *x, int64_t n) {
     if (x[i] != 0.0 && x[i] != 1.0) return i;
   return -1;
 }
+
+/* The same for 0/1 credits in uint8 lanes (64 per chunk, ld a multiple of 64): sums run in bytes
+ * for up to 255 draws at a time and are then widened into int16 totals; exact, like the int16 sums.
+ * The caller guarantees n <= INT16_MAX. */
+typedef uint8_t rd_v64b __attribute__((vector_size(64), aligned(1)));
+typedef uint8_t rd_v32b __attribute__((vector_size(32), aligned(1)));
+
+#define GATHER_SUM8(K)                                                                                     \
+  __attribute__((target_clones("arch=x86-64-v4", "avx2", "default"))) static void gather_sum8_##K(         \
+      const uint32_t *idx, int64_t n, const uint8_t *X, int64_t ld, int16_t *out) {                         \
+    rd_v32h tot[2 * K];                                                                                    \
+    _Pragma("GCC unroll 8") for (int k = 0; k < 2 * K; k++) tot[k] = (rd_v32h){0};                          \
+    for (int64_t j0 = 0; j0 < n; j0 += 255) {                                                              \
+      int64_t j1 = n - j0 < 255 ? n : j0 + 255;                                                            \
+      rd_v64b a[K];                                                                                        \
+      _Pragma("GCC unroll 8") for (int k = 0; k < K; k++) a[k] = (rd_v64b){0};                              \
+      for (int64_t j = j0; j < j1; j++) {                                                                  \
+        const uint8_t *x = X + (idx ? (int64_t)idx[j] : j) * ld;                                           \
+        _Pragma("GCC unroll 8") for (int k = 0; k < K; k++) {                                               \
+          rd_v64b v;                                                                                       \
+          memcpy(&v, x + 64 * k, sizeof v);                                                                \
+          a[k] += v;                                                                                       \
+        }                                                                                                  \
+      }                                                                                                    \
+      _Pragma("GCC unroll 8") for (int k = 0; k < K; k++) {                                                 \
+        rd_v32b lo, hi;                                                                                    \
+        memcpy(&lo, (const char *)&a[k], sizeof lo);                                                       \
+        memcpy(&hi, (const char *)&a[k] + 32, sizeof hi);                                                  \
+        tot[2 * k] += __builtin_convertvector(lo, rd_v32h);                                                \
+        tot[2 * k + 1] += __builtin_convertvector(hi, rd_v32h);                                            \
+      }                                                                                                    \
+    }                                                                                                      \
+    _Pragma("GCC unroll 8") for (int k = 0; k < 2 * K; k++) memcpy(out + 32 * k, &tot[k], sizeof tot[k]);   \
+  }
+GATHER_SUM8(1)
+GATHER_SUM8(2)
+
+void rd_bench_gather_mean8(const uint32_t *idx, int64_t n, const uint8_t *X, int64_t ld, int64_t L, double den,
+                           double *out) {
+  int16_t sum[128];
+  for (int64_t l0 = 0; l0 < L; l0 += 128) {
+    int64_t m = L - l0 < 128 ? L - l0 : 128;
+    if (m > 64) gather_sum8_2(idx, n, X + l0, ld, sum);
+    else gather_sum8_1(idx, n, X + l0, ld, sum);
+    widen_div(sum, m, den, out + l0);
+  }
+}

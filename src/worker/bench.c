@@ -666,8 +666,8 @@ static int bench_prepare(hid_t f, const rd_job *job, bench_plan *p, bench_root *
     }
   }
 
-  if (!d->accuracy_mode && (double)d->M * (double)(n_sec + 1) * (double)(o->bootstrap + 1) >= (double)INT_MAX)
-    return rd_fail(st, RD_EINPUT, "%s: \"bootstrap\": %lld resamples of %lld models x %d sections is more than 2^31 "
+  if (!d->accuracy_mode && (double)d->M * (double)(n_sec + 1) * (double)(o->bootstrap + 1) * 8.0 >= (double)INT_MAX)
+    return rd_fail(st, RD_EINPUT, "%s: \"bootstrap\": %lld resamples of %lld models x %d sections is more than 2^28 "
                    "replicate values (not supported); use fewer resamples", job->where.path, (long long)o->bootstrap,
                    (long long)d->M, n_sec + 1);
 
@@ -982,12 +982,16 @@ static int bootstrap_intervals(const rd_ctx *ctx, const bench_eval *E, int64_t B
   rd_split_range(B, size, me, &b0, &b1);
   rd_split_range(Q, size, me, &q0, &q1);
   int64_t nb = b1 - b0, nq = q1 - q0;
-  double *local = malloc(sizeof(double) * (size_t)(nb * Q + 1)), *T = malloc(sizeof(double) * (size_t)(nb * Q + 1));
-  double *recv = malloc(sizeof(double) * (size_t)(nq * B + 1)), *cols = malloc(sizeof(double) * (size_t)(nq * B + 1));
+  /* large buffers on huge pages where the kernel allows (fewer fresh-page faults) */
+  double *local = rd_malloc_big(sizeof(double) * (size_t)(nb * Q + 1), st, "bootstrap replicates");
+  double *T = rd_malloc_big(sizeof(double) * (size_t)(nb * Q + 1), st, "bootstrap replicates");
+  double *cols = size > 1 ? rd_malloc_big(sizeof(double) * (size_t)(nq * B + 1), st, "bootstrap replicates") : NULL;
   double *myci = malloc(sizeof(double) * (size_t)(3 * nq + 1));
   int *sc = malloc(sizeof(int) * (size_t)size), *sd = malloc(sizeof(int) * (size_t)size);
   int *rc = malloc(sizeof(int) * (size_t)size), *rdp = malloc(sizeof(int) * (size_t)size);
-  if (!local || !T || !recv || !cols || !myci || !sc || !sd || !rc || !rdp)
+  int *ones = malloc(sizeof(int) * (size_t)size);
+  MPI_Datatype *rt = malloc(sizeof(MPI_Datatype) * (size_t)size), *stp = malloc(sizeof(MPI_Datatype) * (size_t)size);
+  if (!local || !T || (size > 1 && !cols) || !myci || !sc || !sd || !rc || !rdp || !ones || !rt || !stp)
     rd_abort(ctx, __FILE__, __LINE__, "out of memory for the bootstrap");
   for (int64_t b = b0; b < b1 && st->code == RD_OK; b += 64) {
     int64_t e = b + 64 < b1 ? b + 64 : b1;
@@ -1002,23 +1006,27 @@ static int bootstrap_intervals(const rd_ctx *ctx, const bench_eval *E, int64_t B
     for (int64_t b = 0; b < nb; b++)
       for (int64_t j = 0; j < w; j++) T[(qa + j) * nb + b] = local[b * Q + qa + j];
   }
-  for (int r = 0, pos = 0; r < size; r++) {
-    int64_t sq0, sq1, sb0, sb1;
-    rd_split_range(Q, size, r, &sq0, &sq1);
-    rd_split_range(B, size, r, &sb0, &sb1);
-    sc[r] = (int)((sq1 - sq0) * nb);
-    sd[r] = (int)(sq0 * nb);
-    rc[r] = (int)(nq * (sb1 - sb0));
-    rdp[r] = pos;
-    pos += rc[r];
-  }
-  RD_MPI_CHECK(ctx, MPI_Alltoallv(T, sc, sd, MPI_DOUBLE, recv, rc, rdp, MPI_DOUBLE, ctx->comm));
-  /* my quantities' columns in replicate order: the ranks' replicate ranges follow each other */
-  for (int r = 0; r < size; r++) {
-    int64_t sb0, sb1;
-    rd_split_range(B, size, r, &sb0, &sb1);
-    for (int64_t q = 0; q < nq; q++)
-      memcpy(cols + q * B + sb0, recv + rdp[r] + q * (sb1 - sb0), sizeof(double) * (size_t)(sb1 - sb0));
+  if (size == 1) {
+    cols = T;  /* one rank: the transposed replicates are the columns */
+    T = NULL;
+  } else {
+    /* each rank sends its block as it lies in T; the receiver places rank s's replicates of each of
+     * its quantities straight into the columns (a strided datatype), in replicate order */
+    for (int r = 0; r < size; r++) {
+      int64_t sq0, sq1, sb0, sb1;
+      rd_split_range(Q, size, r, &sq0, &sq1);
+      rd_split_range(B, size, r, &sb0, &sb1);
+      sc[r] = (int)((sq1 - sq0) * nb);
+      sd[r] = (int)(sq0 * nb * (int64_t)sizeof(double));
+      stp[r] = MPI_DOUBLE;
+      ones[r] = 1;
+      rdp[r] = (int)(sb0 * (int64_t)sizeof(double));
+      RD_MPI_CHECK(ctx, MPI_Type_vector((int)nq, (int)(sb1 - sb0), (int)B, MPI_DOUBLE, &rt[r]));
+      RD_MPI_CHECK(ctx, MPI_Type_commit(&rt[r]));
+      if (nq == 0 || sb1 == sb0) ones[r] = 0;
+    }
+    RD_MPI_CHECK(ctx, MPI_Alltoallw(T, sc, sd, stp, cols, ones, rdp, rt, ctx->comm));
+    for (int r = 0; r < size; r++) MPI_Type_free(&rt[r]);
   }
   double *scores = NULL, *mycmp = NULL;
   if (n_cmp > 0) {
@@ -1078,8 +1086,10 @@ static int bootstrap_intervals(const rd_ctx *ctx, const bench_eval *E, int64_t B
 out:
   free(local);
   free(T);
-  free(recv);
   free(cols);
+  free(ones);
+  free(rt);
+  free(stp);
   free(myci);
   free(sc);
   free(sd);

@@ -103,7 +103,8 @@ typedef struct bench_eval {
    * M rounded up to 32), the others as doubles in CT ([items × Mp], Mp = M rounded up to 8) */
   double *CT;
   int16_t *CT16;
-  int64_t Mp, Mp16;
+  uint8_t *CT8;           /* subsets with 0/1 credits only (scale 1): [items × Mp8], Mp8 = M rounded up to 64 */
+  int64_t Mp, Mp16, Mp8;
   int32_t *scale;         /* [S] */
   int64_t *ct_first;      /* [S] first row of subset s in CT (-1 when not resampled) */
   bench_ties ties;

@@ -44,11 +44,12 @@ static int64_t gcd64(int64_t a, int64_t b) {
 
 int bench_eval_init(bench_eval *E, const bench_plan *p, const bench_opts *o, const double *credit, rd_status *st) {
   const bench_dims *d = &p->d;
-  int64_t S = d->S, M = d->M, I = d->I, Mp = round8(M), Mp16 = (M + 31) / 32 * 32;
+  int64_t S = d->S, M = d->M, I = d->I, Mp = round8(M), Mp16 = (M + 31) / 32 * 32, Mp8 = (M + 63) / 64 * 64;
   E->p = p;
   E->o = o;
   E->Mp = Mp;
   E->Mp16 = Mp16;
+  E->Mp8 = Mp8;
   E->ct_first = malloc(sizeof(int64_t) * (size_t)S);
   E->scale = calloc((size_t)S, sizeof *E->scale);
   if (!E->ct_first || !E->scale) return rd_fail(st, RD_EFAIL, "out of memory");
@@ -78,13 +79,14 @@ int bench_eval_init(bench_eval *E, const bench_plan *p, const bench_opts *o, con
       if (Ls[s] * p->subset_n[s] > INT16_MAX) Ls[s] = 0;
     }
   }
-  int64_t rows = 0, rows16 = 0;
+  int64_t rows = 0, rows16 = 0, rows8 = 0;
   for (int64_t s = 0; s < S; s++) {
     if (p->subset_n[s] == 0 || s == d->ties_subset) continue;
     if (Ls[s] * p->subset_n[s] > INT16_MAX) Ls[s] = 0;
     E->scale[s] = (int32_t)Ls[s];
-    E->ct_first[s] = Ls[s] > 0 ? rows16 : rows;
-    if (Ls[s] > 0) rows16 += p->subset_n[s];
+    E->ct_first[s] = Ls[s] == 1 ? rows8 : Ls[s] > 1 ? rows16 : rows;
+    if (Ls[s] == 1) rows8 += p->subset_n[s];
+    else if (Ls[s] > 1) rows16 += p->subset_n[s];
     else rows += p->subset_n[s];
   }
   for (int64_t s = 0; s < S; s++)
@@ -95,11 +97,13 @@ int bench_eval_init(bench_eval *E, const bench_plan *p, const bench_opts *o, con
    * items runs over contiguous lanes; filled eight models at a time along the credit rows */
   E->CT = rd_malloc_big(sizeof(double) * (size_t)(rows * Mp + 8), st, "credits by subset");
   E->CT16 = E->CT ? rd_malloc_big(sizeof(int16_t) * (size_t)(rows16 * Mp16 + 32), st, "credits by subset") : NULL;
-  if (!E->CT || !E->CT16) {
+  E->CT8 = E->CT16 ? rd_malloc_big((size_t)(rows8 * Mp8 + 64), st, "credits by subset") : NULL;
+  if (!E->CT || !E->CT16 || !E->CT8) {
     free(row_of);
     return st->code;
   }
   memset(E->CT16, 0, sizeof(int16_t) * (size_t)(rows16 * Mp16));
+  memset(E->CT8, 0, (size_t)(rows8 * Mp8));
   memset(E->CT, 0, sizeof(double) * (size_t)(rows * Mp));
   for (int64_t m0 = 0; m0 < M; m0 += 8) {
     int64_t mm = M - m0 < 8 ? M - m0 : 8;
@@ -107,7 +111,10 @@ int bench_eval_init(bench_eval *E, const bench_plan *p, const bench_opts *o, con
       int32_t s = p->item_subset[i];
       if (E->ct_first[s] < 0) continue;
       int64_t L = E->scale[s];
-      if (L > 0) {
+      if (L == 1) {
+        uint8_t *dst = E->CT8 + row_of[i] * Mp8 + m0;
+        for (int64_t k = 0; k < mm; k++) dst[k] = credit[(m0 + k) * I + i] == 1.0;
+      } else if (L > 1) {
         int16_t *dst = E->CT16 + row_of[i] * Mp16 + m0;
         /* c is num/den rounded with den dividing L: c * L is within an ulp of the integer num * L / den */
         for (int64_t k = 0; k < mm; k++) dst[k] = (int16_t)rint(credit[(m0 + k) * I + i] * (double)L);
@@ -124,6 +131,7 @@ int bench_eval_init(bench_eval *E, const bench_plan *p, const bench_opts *o, con
 void bench_eval_free(bench_eval *E) {
   free(E->CT);
   free(E->CT16);
+  free(E->CT8);
   free(E->scale);
   free(E->ct_first);
   bench_ties_free(&E->ties);
@@ -224,7 +232,9 @@ void bench_evaluate(const bench_eval *E, const uint32_t *const *draws, double *v
      * model's sum runs over the draws in draw order (the point estimate: items in item order) */
     int64_t n = p->subset_n[s], L = E->scale[s];
     const uint32_t *dr = draws ? draws[s] : NULL;
-    if (L > 0) {
+    if (L == 1) {
+      rd_bench_gather_mean8(dr, n, E->CT8 + E->ct_first[s] * E->Mp8, E->Mp8, M, (double)n, v);
+    } else if (L > 1) {
       rd_bench_gather_mean16(dr, n, E->CT16 + E->ct_first[s] * E->Mp16, E->Mp16, M, (double)L * (double)n, v);
     } else {
       rd_bench_gather_sum(dr, n, E->CT + E->ct_first[s] * E->Mp, E->Mp, M, acc);
