@@ -124,6 +124,47 @@ for a in range(M):
         close(c["ci95"], quantiles95(dl), f"ci95 {a}-{b}", rel=1e-12, abs_=1e-15)
         close(c["p"], min(1.0, 2 * min((dl <= 0).sum(), (dl >= 0).sum()) / B), f"p {a}-{b}")
 
+# ---- many models: every lane layout (0/1 credits in bytes, fractions in int16, others in float64) ----
+# 150 models (lanes in blocks of 64 and 128); subset "bin" has 0/1 credits (strict), "frac" partial
+# tie credits (tie-credit over 4 completions with many ties), "free" credits given directly as
+# arbitrary fractions (not p/k with small k: summed as float64 in draw order)
+M2, per = 150, {"bin": 140, "frac": 90, "free": 60}
+rows = []
+for s_, n in per.items():
+    for _ in range(n):
+        v = rng.normal(0, 1, (M2, 4))
+        rows.append((list(per).index(s_), 1, np.round(v * 2) / 2 if s_ == "frac" else v))  # ties only in "frac"
+isub2, off2, nc2, sc2 = items_from_lists([(a, k, list(v)) for a, k, v in rows])
+I2 = len(rows)
+given = np.full((M2, I2), np.nan)
+free = np.flatnonzero(np.asarray(isub2) == 2)
+given[:, free] = rng.uniform(0, 1, (M2, free.size))
+names2 = [f"m{k:03d}" for k in range(M2)]
+write_bench(os.path.join(d, "lanes.h5"), names2, list(per), isub2, off2, nc2, sc2, given=given)
+sch = {"sections": {"A": {"bin": 2, "frac": 1}, "B": {"free": 1}}, "item_rule": "tie-credit"}
+write_job(os.path.join(d, "lanes.json"), [{"name": "lanes", "kind": "benchmark", "input": "lanes.h5",
+                                           "scheme": sch, "bootstrap": 20}], seed=SEED)
+code, out, err = run(["run", os.path.join(d, "lanes.json"), "--quiet"], ranks=2)
+check(code == 0, f"lanes: exit {code} ({err.strip()})")
+r = load_report(os.path.join(d, "out", "lanes.json"))["result"]
+cr2 = credits(sc2, off2, nc2, "tie-credit")
+cr2[:, free] = given[:, free]
+check(0 < ((cr2 > 0) & (cr2 < 1))[:, np.asarray(isub2) == 1].sum(), "partial tie credits present")
+check(np.isin(cr2[:, np.asarray(isub2) == 0], [0, 1]).all(), "subset bin: 0/1 credits only")
+memb = {j: np.flatnonzero(np.asarray(isub2) == j) for j in range(3)}
+reps2 = np.empty((20, M2))
+for b in range(20):
+    dr = {j: memb[j][replay_draws(SEED, "lanes", s_, b, memb[j].size)] for j, s_ in enumerate(per)}
+    for k in range(M2):
+        acc = {s_: cr2[k, dr[j]].sum() / dr[j].size for j, s_ in enumerate(per)}
+        reps2[b, k] = custom_sections(acc, sch["sections"])[1]
+for k, m in enumerate(r["models"]):
+    acc = {s_: cr2[k, memb[j]].sum() / memb[j].size for j, s_ in enumerate(per)}
+    for s_ in per:
+        close(m["subsets"][s_]["score"], acc[s_], f"lanes {names2[k]} {s_}", rel=1e-13)
+    close(m["score"], custom_sections(acc, sch["sections"])[1], f"lanes {names2[k]} score", rel=1e-13)
+    close(m["score_ci95"], quantiles95(reps2[:, k]), f"lanes {names2[k]} score_ci95 replayed", rel=1e-12)
+
 # ---- the shared generator's RewardBench 2 set (and its v1 set, float32, mapped from the file) -----
 shared = os.environ.get("RMDIAG_SHARED", os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
 gen_py = os.path.join(shared, "peers", "gen_inputs.py")
