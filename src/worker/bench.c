@@ -1208,7 +1208,7 @@ static int bench_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf,
                           .file = job->input};
     if (bench_report(&in, &out->result, &subset_score, st) == RD_OK) {
       write_outputs(out->h5, &p, credit, subset_score, st);
-      if (st->code == RD_OK && ctx->out && !ctx->quiet) bench_leaderboard(ctx->out, job->name, out->result);
+      if (st->code == RD_OK && ctx->out) bench_leaderboard(ctx->out, job->name, out->result);
     }
     rd_timing_mark(ctx->rank, job->name, "report+h5");
   }
