@@ -70,6 +70,42 @@ static int write_ds(hid_t f, const char *path, int ndims, const int64_t *dims, h
   return rc;
 }
 
+int rd_h5_write_chunked(hid_t f, const char *path, int ndims, const int64_t *dims, hid_t filetype, hid_t memtype,
+                        const void *data, rd_status *st) {
+  hsize_t total = 1;
+  for (int i = 0; i < ndims; i++) total *= (hsize_t)dims[i];
+  if (total == 0 || ndims < 1 || ndims > 2) return write_ds(f, path, ndims, dims, filetype, memtype, data, st);
+  RD_TRY(rd_h5_make_groups(f, path, 1, st));
+  /* chunks of about 64 Ki elements: whole rows when they fit */
+  hsize_t d[2] = {(hsize_t)dims[0], ndims == 2 ? (hsize_t)dims[1] : 1}, c[2];
+  const hsize_t target = 65536;
+  if (ndims == 1) {
+    c[0] = d[0] < target ? d[0] : target;
+  } else {
+    c[1] = d[1] < target ? d[1] : target;
+    c[0] = target / c[1] > 0 ? target / c[1] : 1;
+    if (c[0] > d[0]) c[0] = d[0];
+  }
+  hid_t space = H5Screate_simple(ndims, d, NULL);
+  hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  H5Pset_obj_track_times(dcpl, 0);
+  H5Pset_chunk(dcpl, ndims, c);
+  H5Pset_shuffle(dcpl);
+  H5Pset_deflate(dcpl, 4);
+  hid_t ds = H5Dcreate2(f, path, filetype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  int rc = RD_OK;
+  if (ds < 0) {
+    rc = rd_fail(st, RD_EFAIL, "cannot create output dataset %s (chunked, deflate)", path);
+  } else {
+    if (H5Dwrite(ds, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)
+      rc = rd_fail(st, RD_EFAIL, "cannot write output dataset %s", path);
+    H5Dclose(ds);
+  }
+  H5Pclose(dcpl);
+  H5Sclose(space);
+  return rc;
+}
+
 int rd_h5_write_f64(hid_t f, const char *path, int ndims, const int64_t *dims, const double *data, rd_status *st) {
   return write_ds(f, path, ndims, dims, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, data, st);
 }

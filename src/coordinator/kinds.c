@@ -4,10 +4,12 @@
 #include "rmdiag/kind.h"
 
 extern const rd_kind rd_kind_cm;
+extern const rd_kind rd_kind_benchmark;
 extern const rd_kind rd_kind_leakage;
 
 static const rd_kind *const registry[] = {
     &rd_kind_cm,
+    &rd_kind_benchmark,
     &rd_kind_leakage,
     NULL,
 };

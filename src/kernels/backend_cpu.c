@@ -2,6 +2,7 @@
 #include <stdio.h>
 
 #include "rmdiag/backend.h"
+#include "rmdiag/bench.h"
 
 static int cpu_init(int node_rank, char *info, size_t infolen, char *err, size_t errlen) {
   (void)node_rank;
@@ -26,4 +27,5 @@ const rd_backend rd_backend_cpu = {
     .init = cpu_init,
     .fini = cpu_fini,
     .cm_pairs = cpu_cm_pairs,
+    .bench = &rd_bench_kernels_cpu,
 };

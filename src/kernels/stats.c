@@ -205,9 +205,36 @@ int rd_wilson(double k, double n, double *lo, double *hi) {
   return 1;
 }
 
+/* The t0 smallest of n values ascending in lo[0..t0) and the t1 largest descending in hi[0..t1)
+ * (t0, t1 <= n), in one pass, by insertion into two short sorted buffers: for the tails of a
+ * bootstrap distribution almost every value is rejected by one comparison with each buffer's end. */
+static void tails(const double *x, size_t n, size_t t0, double *lo, size_t t1, double *hi) {
+  size_t a = 0, b = 0;
+  for (size_t i = 0; i < n; i++) {
+    double v = x[i];
+    if (a < t0 || v < lo[t0 - 1]) {
+      size_t j = a < t0 ? a++ : t0 - 1;
+      while (j > 0 && lo[j - 1] > v) {
+        lo[j] = lo[j - 1];
+        j--;
+      }
+      lo[j] = v;
+    }
+    if (b < t1 || v > hi[t1 - 1]) {
+      size_t j = b < t1 ? b++ : t1 - 1;
+      while (j > 0 && hi[j - 1] < v) {
+        hi[j] = hi[j - 1];
+        j--;
+      }
+      hi[j] = v;
+    }
+  }
+}
+
 size_t rd_percentile_ci95(double *vals, size_t n, double *lo, double *hi) {
   size_t m = 0;
-  for (size_t i = 0; i < n; i++)
+  while (m < n && isfinite(vals[m])) m++;
+  for (size_t i = m; i < n; i++)
     if (isfinite(vals[i])) vals[m++] = vals[i];
   size_t dropped = n - m;
   if (m == 0) {
@@ -216,7 +243,22 @@ size_t rd_percentile_ci95(double *vals, size_t n, double *lo, double *hi) {
   }
   static const double qs[2] = {0.025, 0.975};
   double out[2];
-  rd_quantiles_inplace(vals, m, qs, 2, out);
+  /* the two tails hold few values: select them directly (the same order statistics and the same
+   * interpolation as rd_quantiles_inplace) */
+  double h0 = (double)(m - 1) * qs[0], h1 = (double)(m - 1) * qs[1];
+  size_t k0 = (size_t)floor(h0), k1 = (size_t)floor(h1);
+  size_t t0 = k0 + 2, t1 = m - k1;  /* order statistics k0, k0 + 1 from below; k1, k1 + 1 from above */
+  if (m >= 64 && t0 <= 64 && t1 <= 64 && t0 <= m && t1 <= m) {
+    double small[64], large[64];
+    tails(vals, m, t0, small, t1, large);
+    double a0 = small[k0], b0 = small[k0 + 1];
+    double a1 = large[m - 1 - k1], b1 = k1 + 1 < m ? large[m - 2 - k1] : a1;
+    double g0 = h0 - (double)k0, g1 = h1 - (double)k1;
+    out[0] = g0 == 0.0 ? a0 : lerp_numpy(a0, b0, g0);
+    out[1] = g1 == 0.0 ? a1 : lerp_numpy(a1, b1, g1);
+  } else {
+    rd_quantiles_inplace(vals, m, qs, 2, out);
+  }
   *lo = out[0];
   *hi = out[1];
   return dropped;

@@ -7,6 +7,8 @@
 
 extern "C" {
 #include "rmdiag/backend.h"
+#include "rmdiag/bench.h"
+extern const struct rd_bench_kernels rd_bench_kernels_cuda;  // bench_cuda.cu
 }
 #include "rmdiag/fastmath.h"
 
@@ -119,7 +121,7 @@ cleanup:
 extern "C" const struct rd_leak_kernels rd_leak_kernels_cuda;
 
 static const rd_backend cuda_backend = {
-    RD_BACKEND_ABI, "cuda", cuda_init, cuda_fini, cuda_cm_pairs, NULL, &rd_leak_kernels_cuda, NULL,
+    RD_BACKEND_ABI, "cuda", cuda_init, cuda_fini, cuda_cm_pairs, &rd_bench_kernels_cuda, &rd_leak_kernels_cuda, NULL,
 };
 
 extern "C" __attribute__((visibility("default"))) const rd_backend *rmdiag_cuda_backend(void) {

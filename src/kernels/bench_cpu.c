@@ -1,0 +1,227 @@
+/* CPU reference for the benchmark report's per-item credits (see bench.h). Per item: the maximum
+ * and minimum of the preferred scores and the maximum of the rejected ones, in float64; exact
+ * comparisons on the stored values (ties are real in bf16/fp16 model outputs). */
+#include <stdio.h>
+#include <string.h>
+
+#include "rmdiag/bench.h"
+
+#define BENCH_ITEMS(T, NAME)                                                                         \
+  static void NAME(const rd_bench_block *in, rd_bench_out *out) {                                    \
+    const T *base = (const T *)in->scores;                                                           \
+    for (int64_t r = 0; r < in->n_rows; r++) {                                                       \
+      const T *row = base + r * in->row_stride - in->col0;                                           \
+      double *cr = out->credit + r * in->n_items;                                                    \
+      for (int64_t j = 0; j < in->n_items; j++) {                                                    \
+        int64_t lo = in->offset[j], hi = in->offset[j + 1], mid = lo + in->n_correct[j];             \
+        double pmax = (double)row[lo], pmin = pmax, rmax = (double)row[mid];                         \
+        for (int64_t c = lo + 1; c < mid; c++) {                                                     \
+          double v = (double)row[c];                                                                 \
+          pmax = v > pmax ? v : pmax;                                                                \
+          pmin = v < pmin ? v : pmin;                                                                \
+        }                                                                                            \
+        for (int64_t c = mid + 1; c < hi; c++) {                                                     \
+          double v = (double)row[c];                                                                 \
+          rmax = v > rmax ? v : rmax;                                                                \
+        }                                                                                            \
+        double credit;                                                                               \
+        if (in->rule == RD_BENCH_STRICT) {                                                           \
+          credit = pmin > rmax ? 1.0 : 0.0;                                                          \
+        } else {                                                                                     \
+          double top = pmax > rmax ? pmax : rmax;                                                    \
+          int64_t np = 0, nr = 0;                                                                    \
+          for (int64_t c = lo; c < mid; c++) np += (double)row[c] == top;                            \
+          for (int64_t c = mid; c < hi; c++) nr += (double)row[c] == top;                            \
+          credit = (double)np / (double)(np + nr);                                                   \
+        }                                                                                            \
+        cr[j] = credit;                                                                              \
+        if (out->gap) out->gap[r * in->n_items + j] = pmin - rmax;                                   \
+        if (out->spread) out->spread[r * in->n_items + j] = pmax - pmin;                             \
+      }                                                                                              \
+    }                                                                                                \
+  }
+
+BENCH_ITEMS(float, credits_f32)
+BENCH_ITEMS(double, credits_f64)
+
+void rd_bench_credits_cpu(const rd_bench_block *in, rd_bench_out *out) {
+  if (in->ftype == RD_F32) credits_f32(in, out);
+  else credits_f64(in, out);
+}
+
+static int cpu_credits(const rd_bench_block *in, rd_bench_out *out, char *err, size_t errlen) {
+  (void)err;
+  (void)errlen;
+  rd_bench_credits_cpu(in, out);
+  return 0;
+}
+
+const struct rd_bench_kernels rd_bench_kernels_cpu = {.credits = cpu_credits};
+
+/* Sums of drawn rows, vectorized over the lanes: out[l] = Σ_j X[idx[j] * ld + l] for j = 0..n-1
+ * in draw order (idx NULL: rows 0..n-1). Every lane is its own sequential sum, so any vector width
+ * gives the same bits. Lanes come in chunks of 8 (ld a multiple of 8, pad lanes ignored). */
+typedef double rd_v8d __attribute__((vector_size(64), aligned(8)));
+
+
+#define GATHER_SUM(K)                                                                                      \
+  __attribute__((target_clones("avx512f", "avx2", "default"))) static void gather_sum_##K(                 \
+      const uint32_t *idx, int64_t n, const double *X, int64_t ld, double *out) {                          \
+    rd_v8d a[K];                                                                                           \
+    _Pragma("GCC unroll 8") for (int k = 0; k < K; k++) a[k] = (rd_v8d){0, 0, 0, 0, 0, 0, 0, 0};           \
+    for (int64_t j = 0; j < n; j++) {                                                                      \
+      const double *x = X + (idx ? (int64_t)idx[j] : j) * ld;                                              \
+      _Pragma("GCC unroll 8") for (int k = 0; k < K; k++) {                                                 \
+        rd_v8d v;                                                                                          \
+        memcpy(&v, x + 8 * k, sizeof v);                                                                   \
+        a[k] += v;                                                                                         \
+      }                                                                                                    \
+    }                                                                                                      \
+    _Pragma("GCC unroll 8") for (int k = 0; k < K; k++) memcpy(out + 8 * k, &a[k], sizeof a[k]);           \
+  }
+GATHER_SUM(1)
+GATHER_SUM(2)
+GATHER_SUM(3)
+GATHER_SUM(4)
+GATHER_SUM(5)
+GATHER_SUM(6)
+GATHER_SUM(7)
+GATHER_SUM(8)
+
+void rd_bench_gather_sum(const uint32_t *idx, int64_t n, const double *X, int64_t ld, int64_t L, double *out) {
+  for (int64_t l0 = 0; l0 < L; l0 += 64) {
+    int64_t k = (L - l0 + 7) / 8;
+    k = k > 8 ? 8 : k;
+    double tmp[64];
+    const double *Xl = X + l0;
+    switch (k) {
+      case 1: gather_sum_1(idx, n, Xl, ld, tmp); break;
+      case 2: gather_sum_2(idx, n, Xl, ld, tmp); break;
+      case 3: gather_sum_3(idx, n, Xl, ld, tmp); break;
+      case 4: gather_sum_4(idx, n, Xl, ld, tmp); break;
+      case 5: gather_sum_5(idx, n, Xl, ld, tmp); break;
+      case 6: gather_sum_6(idx, n, Xl, ld, tmp); break;
+      case 7: gather_sum_7(idx, n, Xl, ld, tmp); break;
+      default: gather_sum_8(idx, n, Xl, ld, tmp); break;
+    }
+    int64_t m = L - l0 < 64 ? L - l0 : 64;
+    memcpy(out + l0, tmp, sizeof(double) * (size_t)m);
+  }
+}
+
+/* The same for int16 lanes (credits scaled to integers): exact, so the order does not matter;
+ * the caller guarantees no sum exceeds INT16_MAX. Lanes come in chunks of 32 (ld a multiple of 32). */
+typedef int16_t rd_v32h __attribute__((vector_size(64), aligned(2)));
+
+#define GATHER_SUM16(K)                                                                                    \
+  __attribute__((target_clones("arch=x86-64-v4", "avx2", "default"))) static void gather_sum16_##K(              \
+      const uint32_t *idx, int64_t n, const int16_t *X, int64_t ld, int16_t *out) {                         \
+    rd_v32h a[K];                                                                                          \
+    _Pragma("GCC unroll 8") for (int k = 0; k < K; k++) a[k] = (rd_v32h){0};                                \
+    for (int64_t j = 0; j < n; j++) {                                                                      \
+      const int16_t *x = X + (idx ? (int64_t)idx[j] : j) * ld;                                             \
+      _Pragma("GCC unroll 8") for (int k = 0; k < K; k++) {                                                 \
+        rd_v32h v;                                                                                         \
+        memcpy(&v, x + 32 * k, sizeof v);                                                                  \
+        a[k] += v;                                                                                         \
+      }                                                                                                    \
+    }                                                                                                      \
+    _Pragma("GCC unroll 8") for (int k = 0; k < K; k++) memcpy(out + 32 * k, &a[k], sizeof a[k]);          \
+  }
+GATHER_SUM16(1)
+GATHER_SUM16(2)
+GATHER_SUM16(3)
+GATHER_SUM16(4)
+
+__attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+static void widen_div(const int16_t *sum, int64_t L, double den, double *out) {
+  for (int64_t l = 0; l < L; l++) out[l] = (double)sum[l] / den;
+}
+
+void rd_bench_gather_mean16(const uint32_t *idx, int64_t n, const int16_t *X, int64_t ld, int64_t L, double den,
+                            double *out) {
+  int16_t sum[128];
+  for (int64_t l0 = 0; l0 < L; l0 += 128) {
+    int64_t m = L - l0 < 128 ? L - l0 : 128;
+    rd_bench_gather_sum16(idx, n, X + l0, ld, m, sum);
+    widen_div(sum, m, den, out + l0);
+  }
+}
+
+void rd_bench_gather_sum16(const uint32_t *idx, int64_t n, const int16_t *X, int64_t ld, int64_t L, int16_t *out) {
+  for (int64_t l0 = 0; l0 < L; l0 += 128) {
+    int64_t k = (L - l0 + 31) / 32;
+    k = k > 4 ? 4 : k;
+    int16_t tmp[128];
+    const int16_t *Xl = X + l0;
+    switch (k) {
+      case 1: gather_sum16_1(idx, n, Xl, ld, tmp); break;
+      case 2: gather_sum16_2(idx, n, Xl, ld, tmp); break;
+      case 3: gather_sum16_3(idx, n, Xl, ld, tmp); break;
+      default: gather_sum16_4(idx, n, Xl, ld, tmp); break;
+    }
+    int64_t m = L - l0 < 128 ? L - l0 : 128;
+    memcpy(out + l0, tmp, sizeof(int16_t) * (size_t)m);
+  }
+}
+
+/* Index of the first value other than 0 and 1, or -1: whole blocks are tested branch-free. */
+__attribute__((target_clones("avx512f", "avx2", "default")))
+int64_t rd_bench_first_nonbinary(const double *x, int64_t n) {
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    int any = 0;
+    for (int k = 0; k < 64; k++) any |= (x[i + k] != 0.0) & (x[i + k] != 1.0);
+    if (any) break;
+  }
+  for (; i < n; i++)
+    if (x[i] != 0.0 && x[i] != 1.0) return i;
+  return -1;
+}
+
+/* The same for 0/1 credits in uint8 lanes (64 per chunk, ld a multiple of 64): sums run in bytes
+ * for up to 255 draws at a time and are then widened into int16 totals; exact, like the int16 sums.
+ * The caller guarantees n <= INT16_MAX. */
+typedef uint8_t rd_v64b __attribute__((vector_size(64), aligned(1)));
+typedef uint8_t rd_v32b __attribute__((vector_size(32), aligned(1)));
+
+#define GATHER_SUM8(K)                                                                                     \
+  __attribute__((target_clones("arch=x86-64-v4", "avx2", "default"))) static void gather_sum8_##K(         \
+      const uint32_t *idx, int64_t n, const uint8_t *X, int64_t ld, int16_t *out) {                         \
+    rd_v32h tot[2 * K];                                                                                    \
+    _Pragma("GCC unroll 8") for (int k = 0; k < 2 * K; k++) tot[k] = (rd_v32h){0};                          \
+    for (int64_t j0 = 0; j0 < n; j0 += 255) {                                                              \
+      int64_t j1 = n - j0 < 255 ? n : j0 + 255;                                                            \
+      rd_v64b a[K];                                                                                        \
+      _Pragma("GCC unroll 8") for (int k = 0; k < K; k++) a[k] = (rd_v64b){0};                              \
+      for (int64_t j = j0; j < j1; j++) {                                                                  \
+        const uint8_t *x = X + (idx ? (int64_t)idx[j] : j) * ld;                                           \
+        _Pragma("GCC unroll 8") for (int k = 0; k < K; k++) {                                               \
+          rd_v64b v;                                                                                       \
+          memcpy(&v, x + 64 * k, sizeof v);                                                                \
+          a[k] += v;                                                                                       \
+        }                                                                                                  \
+      }                                                                                                    \
+      _Pragma("GCC unroll 8") for (int k = 0; k < K; k++) {                                                 \
+        rd_v32b lo, hi;                                                                                    \
+        memcpy(&lo, (const char *)&a[k], sizeof lo);                                                       \
+        memcpy(&hi, (const char *)&a[k] + 32, sizeof hi);                                                  \
+        tot[2 * k] += __builtin_convertvector(lo, rd_v32h);                                                \
+        tot[2 * k + 1] += __builtin_convertvector(hi, rd_v32h);                                            \
+      }                                                                                                    \
+    }                                                                                                      \
+    _Pragma("GCC unroll 8") for (int k = 0; k < 2 * K; k++) memcpy(out + 32 * k, &tot[k], sizeof tot[k]);   \
+  }
+GATHER_SUM8(1)
+GATHER_SUM8(2)
+
+void rd_bench_gather_mean8(const uint32_t *idx, int64_t n, const uint8_t *X, int64_t ld, int64_t L, double den,
+                           double *out) {
+  int16_t sum[128];
+  for (int64_t l0 = 0; l0 < L; l0 += 128) {
+    int64_t m = L - l0 < 128 ? L - l0 : 128;
+    if (m > 64) gather_sum8_2(idx, n, X + l0, ld, sum);
+    else gather_sum8_1(idx, n, X + l0, ld, sum);
+    widen_div(sum, m, den, out + l0);
+  }
+}

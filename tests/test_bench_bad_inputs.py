@@ -1,0 +1,282 @@
+"""Bad benchmark inputs, job options and importer inputs: each must exit with status 2, print one
+message naming the file, the dataset or key, the index and what was expected, and leave no output
+file behind. Errors found in the parallel phase name the lowest offending index for any rank count."""
+import json
+import os
+
+from benchutil import *
+from rdtest import *
+
+d = scratch("bench_bad")
+rng = np.random.default_rng(2)
+M, I = 5, 3000
+SUBS = [s for sec in V1_SECTIONS.values() for s, _ in sec]
+isub0 = np.arange(I) % len(SUBS)
+off0 = np.arange(0, 2 * I + 1, 2)
+nc0 = np.ones(I, np.int32)
+sc0 = np.round(rng.normal(0, 1, (M, 2 * I)), 1)
+MODELS = [f"m{k}" for k in range(M)]
+
+
+def expect_failure(name, args, expect, ranks=(0,), out_dir=None):
+    for n in ranks:
+        code, out, err = run(args, ranks=n)
+        check(code == 2, f"{name} ({n} ranks): exit status {code}, expected 2 ({err.strip()})")
+        lines = [l for l in err.splitlines() if l.startswith("rmdiag: error:")]
+        check(len(lines) == 1, f"{name} ({n} ranks): exactly one error line, got {len(lines)}: {err!r}")
+        for e in expect:
+            check(e in err, f"{name} ({n} ranks): message should contain {e!r}: {err.strip()}")
+        if out_dir is not None:
+            check(outputs_in(out_dir) == [], f"{name} ({n} ranks): no output written ({outputs_in(out_dir)})")
+
+
+def case(name, expect, mutate=None, job_extra=None, ranks=(0,), subsets=SUBS, models=MODELS, ids=None, raw=None):
+    """Writes the v1-shaped input (mutated), runs it and checks the failure."""
+    cd = os.path.join(d, name)
+    os.makedirs(cd, exist_ok=True)
+    a = dict(isub=isub0.copy(), off=off0.copy(), nc=nc0.copy(), sc=sc0.copy(), subsets=list(subsets),
+             models=list(models), ids=ids)
+    if mutate:
+        mutate(a)
+    if raw:
+        raw(os.path.join(cd, "in.h5"))
+    else:
+        write_bench(os.path.join(cd, "in.h5"), a["models"], a["subsets"], a["isub"], a["off"], a["nc"], a["sc"],
+                    item_id=a["ids"], given=a.get("given"))
+    job = {"name": "bad", "kind": "benchmark", "input": "in.h5", "bootstrap": 5}
+    job.update(job_extra or {})
+    write_job(os.path.join(cd, "job.json"), [job], output_dir="out")
+    expect_failure(name, ["run", os.path.join(cd, "job.json")], [os.path.join(cd, "in.h5")] + list(expect)
+                   if not name.startswith("opt_") else list(expect), ranks=ranks, out_dir=os.path.join(cd, "out"))
+
+
+# ---- the layout --------------------------------------------------------------------------------
+
+def unknown_subset(a):
+    a["subsets"][4] = "alpacaeval-easyy"
+
+
+case("unknown_subset", ['/bench/item_subset[4] = 4 names subset "alpacaeval-easyy"',
+                        "not a subset of scheme rewardbench-v1"], unknown_subset)
+# `rmdiag validate` finds the same without computing anything
+expect_failure("validate_unknown_subset", ["validate", os.path.join(d, "unknown_subset", "job.json")],
+               ['names subset "alpacaeval-easyy"'], ranks=(0, 2))
+
+
+def bad_index(a):
+    a["isub"][1777] = 40
+
+
+case("subset_index", ["/bench/item_subset[1777] = 40 (item 1777) is not a subset",
+                      "expected an index into /bench/subset_names (0..22)"], bad_index)
+
+
+def no_rejected(a):
+    a["nc"][1234] = 2
+
+
+case("no_rejected", ["/bench/item_n_correct[1234] = 2 but item 1234 has 2 completions",
+                     "no rejected completion"], no_rejected)
+
+
+def no_preferred(a):
+    a["nc"][99] = 0
+
+
+case("no_preferred", ["/bench/item_n_correct[99] = 0 (item 99)", "at least one preferred"], no_preferred)
+
+
+def flat_offsets(a):
+    a["off"][501] = a["off"][500]   # item 500 has no completions; later offsets unchanged
+
+
+case("offsets_not_increasing", ["/bench/item_offset[501] = 1000 is not greater than /bench/item_offset[500] = 1000",
+                                "item 500 has no completions"], flat_offsets)
+
+
+def offsets_decrease(a):
+    a["off"][2001] = 3
+
+
+case("offsets_decrease", ["/bench/item_offset[2001] = 3 is not greater than /bench/item_offset[2000] = 4000"],
+     offsets_decrease)
+
+
+def offset_end(a):
+    a["sc"] = a["sc"][:, :-1]
+
+
+case("offset_end", ["/bench/item_offset[3000] = 6000, expected C = 5999"], offset_end)
+
+
+def nan_scores(a):
+    a["sc"][4, 10] = np.nan       # flat key 4 * 6000 + 10
+    a["sc"][3, 5000] = np.inf     # flat key 3 * 6000 + 5000: the lowest
+
+
+case("nonfinite_score", ["/bench/scores[3, 5000] = inf (model 3 \"m3\", item 2500, its completion 0)",
+                         "expected a finite score"], nan_scores, ranks=(0, 2, 3, 4))
+
+
+def nan_one(a):
+    a["sc"][0, 5999] = np.nan
+
+
+case("nan_score", ["/bench/scores[0, 5999] = nan (model 0 \"m0\", item 2999, its completion 1)"], nan_one, ranks=(0, 2))
+
+
+def drop_math(a):
+    keep = a["isub"] != SUBS.index("math-prm")
+    a["isub"], a["nc"] = a["isub"][keep], a["nc"][keep]
+    a["off"] = np.arange(0, 2 * keep.sum() + 1, 2)
+    a["sc"] = a["sc"][:, np.repeat(keep, 2)]
+
+
+case("missing_subset", ['subset "math-prm" (section "Reasoning" of the scheme) is absent from the input',
+                        '"allow_missing": true'], drop_math)
+
+
+def dup_model(a):
+    a["models"][3] = "m1"
+
+
+case("duplicate_model", ['/bench/model_names[3] = "m1" repeats /bench/model_names[1]'], dup_model)
+
+
+def scores_rows(a):
+    a["sc"] = a["sc"][:4]
+
+
+case("scores_rows", ["/bench/scores has 4 rows, expected one per model (5"], scores_rows)
+
+
+def given_big(a):
+    g = np.full((M, I), np.nan)
+    g[2, 17] = 1.5
+    a["given"] = g
+
+
+case("given_credit", ["/bench/given_credit[2, 17] = 1.5", "expected a credit in [0, 1]"], given_big, ranks=(0, 2))
+
+
+def missing_ds(p):
+    with h5py.File(p, "w") as f:
+        f["bench/model_names"] = np.array([b"a"])
+        f["bench/subset_names"] = np.array([b"x"])
+
+
+case("no_items", ["dataset /bench/item_subset is missing"], raw=missing_ds)
+
+# ---- RewardBench 2 Ties ids ------------------------------------------------------------------------
+V2 = [("Factuality", "0", 1, 4), ("Precise IF", "1", 1, 4), ("Math", "2", 1, 4), ("Safety", "3", 1, 4),
+      ("Focus", "4", 1, 4), ("Ties", "tied:0", 2, 5), ("Ties", "ref:0", 1, 3), ("Ties", "tied:1", 2, 4),
+      ("Ties", "ref:1", 1, 3)]
+
+
+def v2_case(name, expect, ids, with_ids=True):
+    rows = [(V2_SUBSETS.index(s), k, [list(np.arange(n, 0, -1.0))]) for s, _, k, n in V2]
+    isub, off, nc, sc = items_from_lists(rows)
+    cd = os.path.join(d, name)
+    os.makedirs(cd, exist_ok=True)
+    write_bench(os.path.join(cd, "in.h5"), ["only"], V2_SUBSETS, isub, off, nc, sc, item_id=ids if with_ids else None)
+    write_job(os.path.join(cd, "job.json"), [{"name": "bad", "kind": "benchmark", "input": "in.h5",
+                                              "scheme": "rewardbench-v2"}], output_dir="out")
+    expect_failure(name, ["run", os.path.join(cd, "job.json")], expect, out_dir=os.path.join(cd, "out"))
+
+
+ids = [x[1] for x in V2]
+v2_case("ties_bad_id", ['/bench/item_id[7] = "tie:1" (item 7, subset "Ties")', 'expected "ref:<n>" or "tied:<n>"'],
+        ids[:7] + ["tie:1"] + ids[8:])
+v2_case("ties_dup_id", ['/bench/item_id[8] = "ref:0" repeats item 6 of subset "Ties"'], ids[:8] + ["ref:0"])
+v2_case("ties_no_ids", ["dataset /bench/item_id is missing", "Ties composite"], ids, with_ids=False)
+
+# ---- job options -------------------------------------------------------------------------------
+case("opt_scheme", ['"scheme" must be "rewardbench-v1", "rewardbench-v2" or'], job_extra={"scheme": "rewardbench-v3"})
+case("opt_prior_v2", ['"prior_sets" applies to the rewardbench-v1 scheme only'],
+     job_extra={"scheme": "rewardbench-v2", "prior_sets": True})
+case("opt_weight", ['section "S", subset "a": the weight must be a positive number'],
+     job_extra={"scheme": {"sections": {"S": {"a": -1}}}})
+case("opt_rule", ['"item_rule" = "lenient" is not allowed'],
+     job_extra={"scheme": {"sections": {"S": {"a": 1}}, "item_rule": "lenient"}})
+case("opt_compare_self", ['"compare"[0] compares model "m1" with itself'], job_extra={"compare": [["m1", "m1"]]})
+case("opt_compare_shape", ['"compare" must be "all" or a list of model-name pairs'], job_extra={"compare": "some"})
+case("compare_unknown", ['"compare"[1]: model "nope" is not in', "/bench/model_names"],
+     job_extra={"compare": [["m0", "m1"], ["m2", "nope"]]})
+case("opt_unknown_key", ['unknown key "bootstraps"'], job_extra={"bootstraps": 3})
+
+
+# accuracies: a model without a value for a scored subset
+def acc_nan(p):
+    acc = np.full((2, len(SUBS)), 0.5)
+    acc[1, 3] = np.nan
+    with h5py.File(p, "w") as f:
+        s = h5py.string_dtype("utf-8")
+        f.create_dataset("bench/model_names", data=["a", "b"], dtype=s)
+        f.create_dataset("bench/subset_names", data=SUBS, dtype=s)
+        f["bench/subset_accuracy"] = acc
+
+
+case("accuracy_missing", ['/bench/subset_accuracy[1, 3] is NaN: model "b" has no value for subset "mt-bench-easy"'],
+     raw=acc_nan)
+
+# ---- importers -----------------------------------------------------------------------------------
+idir = os.path.join(d, "import")
+os.makedirs(idir, exist_ok=True)
+
+
+def jsonl(name, rows, meta=None):
+    p = os.path.join(idir, name)
+    with open(p, "w") as f:
+        if meta:
+            f.write(json.dumps(meta) + "\n")
+        for r in rows:
+            f.write((r if isinstance(r, str) else json.dumps(r)) + "\n")
+    return p
+
+
+def v1rows(n, skip=None, extra=None):
+    rows = [{"id": i, "subset": "alpacaeval-easy" if i % 2 else "hep-go", "scores_chosen": 1.0 + i,
+             "scores_rejected": 0.5} for i in range(n) if i != skip]
+    return rows + (extra or [])
+
+
+def imp(name, fmt, files, expect):
+    out = os.path.join(idir, name + ".h5")
+    expect_failure(name, ["import", fmt] + files + ["-o", out], expect)
+    check(not os.path.exists(out) and not [f for f in os.listdir(idir) if f.startswith("." + name)],
+          f"{name}: no output file")
+
+
+a = jsonl("a.jsonl", v1rows(10), {"_record": "metadata", "model": "A"})
+b = jsonl("b.jsonl", v1rows(10, skip=7), {"_record": "metadata", "model": "B"})
+imp("misaligned_missing", "rewardbench", [a, b],
+    ['model "B" (', 'lacks item (subset "alpacaeval-easy", id "7") of model "A"', "a.jsonl: line 9"])
+c = jsonl("c.jsonl", v1rows(10, extra=[{"id": 77, "subset": "hep-go", "scores_chosen": 1, "scores_rejected": 0}]),
+          {"_record": "metadata", "model": "C"})
+imp("misaligned_extra", "rewardbench", [a, c],
+    ['c.jsonl: line 12: model "C" has item (subset "hep-go", id "77"), which model "A"', "lacks"])
+dup = jsonl("dup.jsonl", v1rows(4) + [{"id": 2, "subset": "hep-go", "scores_chosen": 0, "scores_rejected": 0}])
+imp("duplicate_item", "rewardbench", [dup],
+    ['dup.jsonl: line 5: item (subset "hep-go", id "2") appears twice for model "dup" (first at', "dup.jsonl: line 3"])
+nanf = jsonl("nan.jsonl", v1rows(3) + ['{"id": 9, "subset": "hep-go", "scores_chosen": NaN, "scores_rejected": 0}'])
+imp("nan_json", "rewardbench", [nanf], ["nan.jsonl: line 4, column", "malformed JSON"])
+two = jsonl("two.jsonl", [{"id": 1, "subset": "hep-go", "scores_chosen": [1, 2], "scores_rejected": 0}])
+imp("two_element_score", "rewardbench", [two],
+    ['two.jsonl: line 1: key "scores_chosen": expected a finite number or a one-element list, got a list'])
+nos = jsonl("nos.jsonl", [{"id": 1, "subset": "hep-go"}])
+imp("no_scores", "rewardbench", [nos], ['nos.jsonl: line 1: item (subset "hep-go", id "1") has neither'])
+acc = os.path.join(idir, "acc.json")
+with open(acc, "w") as f:
+    json.dump({"model": "A", "hep-go": 0.5}, f)
+imp("mixed", "rewardbench", [a, acc], ["acc.json is a per-subset accuracy file but", "a.jsonl is a per-item file"])
+r2a = jsonl("r2a.jsonl", [{"id": "0", "subset": "Math", "num_correct": 1, "scores": [[1.0], [0.5], [0.2], [0.1]]}],
+            {"_record": "metadata", "model": "X"})
+r2b = jsonl("r2b.jsonl", [{"id": "0", "subset": "Math", "num_correct": 1, "scores": [1.0, 0.5, 0.2]}],
+            {"_record": "metadata", "model": "Y"})
+imp("v2_misaligned_completions", "rewardbench2", [r2a, r2b],
+    ['r2b.jsonl: line 2: item (subset "Math", id "0") of model "Y" has 3 completions (1 preferred) but model "X" has 4'])
+r2c = jsonl("r2c.jsonl", [{"id": "0", "subset": "Math", "num_correct": 2, "scores": [1.0, 0.5]}])
+imp("v2_no_rejected", "rewardbench2", [r2c], ["r2c.jsonl: line 1", "has 2 scores and num_correct = 2: no rejected"])
+bad = jsonl("bad.jsonl", ['{"id": "0", "subset": "Math", "num_correct": 1, "scores": [1, 0]}', '{"id": "1", "subset"'])
+imp("truncated_line", "rewardbench2", [bad], ["bad.jsonl: line 2, column", "malformed JSON"])
+done()
