@@ -40,6 +40,10 @@ int rd_opt_string(const cJSON *obj, const char *key, const char *def, const char
 /* True if obj[key] is an integer-valued number within [min, max]. */
 int rd_json_is_int(const cJSON *v, int64_t min, int64_t max);
 
+/* Rewrites, in place, every number whose default 15-digit text would not read back exactly as a
+ * raw item with the shortest exact text (call just before printing a report). */
+void rd_json_exact_numbers(cJSON *item);
+
 /* Parses a whole buffer strictly (no trailing garbage); errors give line and column. */
 cJSON *rd_json_parse(const char *text, size_t len, const char *file, rd_status *st);
 

@@ -215,3 +215,26 @@ cJSON *rd_json_parse(const char *text, size_t len, const char *file, rd_status *
           trailing ? "unexpected text after the end of the document" : "expected a valid JSON value here");
   return NULL;
 }
+
+/* cJSON prints a double with 15 significant digits whenever that reads back within an ulp, so a
+ * report could lose the last bit of a value. Numbers whose 15-digit text is not exact become raw
+ * items holding the shortest text (16 or 17 digits) that reads back to the same double. */
+void rd_json_exact_numbers(cJSON *item) {
+  for (cJSON *c = item ? item->child : NULL; c; c = c->next) {
+    if (cJSON_IsNumber(c) && isfinite(c->valuedouble)) {
+      double v = c->valuedouble;
+      char buf[40];
+      snprintf(buf, sizeof buf, "%1.15g", v);
+      if (strtod(buf, NULL) == v) continue;
+      snprintf(buf, sizeof buf, "%1.16g", v);
+      if (strtod(buf, NULL) != v) snprintf(buf, sizeof buf, "%1.17g", v);
+      char *raw = strdup(buf);
+      if (!raw) continue;
+      if (c->valuestring) cJSON_free(c->valuestring);
+      c->valuestring = raw;
+      c->type = cJSON_Raw;
+    } else if (cJSON_IsObject(c) || cJSON_IsArray(c)) {
+      rd_json_exact_numbers(c);
+    }
+  }
+}

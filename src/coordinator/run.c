@@ -287,6 +287,7 @@ static int run_job(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, c
     if (st->code == RD_OK) {
       cJSON *env = envelope(ctx, job, jf, p, ctx->backend->name, seconds, out.result);
       out.result = NULL;
+      rd_json_exact_numbers(env);
       text = env ? cJSON_Print(env) : NULL;
       cJSON_Delete(env);
       char *withnl = text ? realloc(text, strlen(text) + 2) : NULL;
