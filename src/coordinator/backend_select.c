@@ -48,7 +48,7 @@ int rd_backend_select(const char *want, int node_rank, const rd_backend **out, c
     if (explicit_cuda)
       return rd_fail(st, RD_EINPUT, "--backend cuda: this rmdiag was built without CUDA (nvcc was not found when "
                                     "it was configured); use --backend cpu or rebuild with the CUDA Toolkit");
-    snprintf(info, infolen, "cpu (built without CUDA)");
+    snprintf(info, infolen, "cpu");
     return RD_OK;
   }
   char why[PATH_MAX + 256];
@@ -71,6 +71,6 @@ int rd_backend_select(const char *want, int node_rank, const rd_backend **out, c
     snprintf(why, sizeof why, "%s", err);
   }
   if (explicit_cuda) return rd_fail(st, RD_EFAIL, "--backend cuda: no usable GPU: %s", why);
-  snprintf(info, infolen, "cpu (no GPU: %.200s)", why);
+  snprintf(info, infolen, "cpu");
   return RD_OK;
 }

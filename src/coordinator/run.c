@@ -307,7 +307,7 @@ static int run_job(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, c
     free(text);
     rd_timing_mark(ctx->rank, job->name, "outputs");
     if (st->code == RD_OK && ctx->err && !ctx->quiet)
-      fprintf(ctx->err, "rmdiag: %s (%s) done in %.2f s on %d rank%s [%s] -> %s\n", job->name, job->kind->name,
+      fprintf(ctx->err, "rmdiag: %s (%s) done in %.3f s on %d rank%s [%s] -> %s\n", job->name, job->kind->name,
               seconds, ctx->size, ctx->size == 1 ? "" : "s", backend_info, p->json_path);
     cJSON_Delete(out.result);
   }
