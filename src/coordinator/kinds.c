@@ -4,9 +4,11 @@
 #include "rmdiag/kind.h"
 
 extern const rd_kind rd_kind_cm;
+extern const rd_kind rd_kind_probe;
 
 static const rd_kind *const registry[] = {
     &rd_kind_cm,
+    &rd_kind_probe,
     NULL,
 };
 
