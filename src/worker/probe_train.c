@@ -369,14 +369,18 @@ static int train_mrmbench(probe_run *R, const rd_ctx *g, ptask *p, int64_t seed,
   double *leafbuf = gk ? malloc(sizeof(double) * (size_t)((u1 - u0 + 1) * O * d)) : NULL;
   if (gk && !leafbuf) rd_abort(g, __FILE__, __LINE__, "out of memory");
   mrm_state ms = {.R = R, .h = &h, .rows = &rows, .u0 = u0};
-  /* the epoch in segments of batches whose rows fit the memory budget (one segment when mapped) */
+  /* the epoch in segments of batches whose rows fit the memory budget (one segment when mapped);
+   * the segments are the same on every rank of the group (the batches per segment follow from the
+   * largest share a rank can hold of a batch), so the agreement after each load is collective */
   int64_t cap = (feat_mapped(R, &p->X) && !gk) ? INT64_MAX : budget_rows(R, d, RD_PROBE_BATCH);
+  int64_t share = ((U + g->size - 1) / g->size) * ((RD_PROBE_BATCH + U - 1) / U);
+  int64_t per_seg = cap == INT64_MAX ? Td : cap / share;
+  if (per_seg < 1) per_seg = 1;
   int64_t seg_t0 = 0, seg_t1 = 0;
   for (int64_t t = 0; t < Td && st->code == RD_OK; t++) {
     if (t == seg_t1) {
       seg_t0 = t;
-      seg_t1 = t + 1;
-      while (seg_t1 < Td && boff[seg_t1 + 1] - boff[seg_t0] <= cap) seg_t1++;
+      seg_t1 = t + per_seg < Td ? t + per_seg : Td;
       rowset_load(R, &p->X, &rows, boff[seg_t0], boff[seg_t1], st);
       if (rd_agree(g, st) != RD_OK) break;
       ms.seg_lo = boff[seg_t0];
