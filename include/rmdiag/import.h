@@ -20,5 +20,6 @@ const rd_import_format *const *rd_import_formats(void);
 
 /* The importers. */
 int rd_import_cm_csv(int argc, char **argv, const char *out_path, FILE *log, rd_status *st);
+int rd_import_features(int argc, char **argv, const char *out_path, FILE *log, rd_status *st);
 
 #endif
