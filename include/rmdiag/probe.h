@@ -59,6 +59,12 @@ void rd_probe_logits_cpu(const rd_probe_heads *h, const float *const *rows, int6
 int64_t rd_probe_block_grad_cpu(const rd_probe_heads *h, const rd_probe_block *blk, int with_loss, int accumulate,
                                 double *out, int64_t *bad);
 
+/* The instruction set the hot loops use ("avx512", "avx2" or "scalar"; RMDIAG_PROBE_SIMD forces
+ * one). All compute the same bits: each lane accumulates with fused multiply-adds in a fixed order. */
+const char *rd_probe_simd(void);
+/* Uses instruction set `name` from now on (tests); returns -1 when the CPU lacks it. */
+int rd_probe_simd_set(const char *name);
+
 /* Residuals and losses of one row's logits for head layout (L, K): r[o] = p_o − [o = y] for each
  * head (unscaled); loss[l] += the head's cross-entropy when loss is not NULL. */
 void rd_probe_residuals(int L, int K, const double *z, int32_t y, double *r, double *loss);
@@ -73,7 +79,7 @@ void rd_probe_add(double *out, const double *x, int64_t n);
 
 /* One AdamW step (PyTorch semantics) on n parameters at step t (0-based), learning rate lr_t:
  * p *= 1 − lr_t·wd; m = β1 m + (1−β1) g; v = β2 v + (1−β2) g²;
- * p −= (lr_t / (1−β1^(t+1))) · m / (sqrt(v)/sqrt(1−β2^(t+1)) + eps). g is scaled by `gscale`
+ * p −= (lr_t / (1−β1^(t+1))) · m / (sqrt(v) · (1/sqrt(1−β2^(t+1))) + eps). g is scaled by `gscale`
  * (the clipping factor) first. */
 typedef struct rd_adamw {
   double beta1, beta2, eps, wd;

@@ -10,6 +10,8 @@
 
 #include "rmdiag/fastmath.h"
 
+/* Built with -fno-math-errno (CMakeLists.txt): sqrt() never sees a negative argument here, and
+ * without errno the AdamW loop uses vector square roots (correctly rounded, like scalar ones). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define PROBE_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
@@ -36,72 +38,195 @@ INLINE v8d ld8f(const float *p) {
 INLINE void st8d(double *p, v8d v) { memcpy(p, &v, sizeof v); }
 INLINE double lanes_sum(v8d v) { return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7])); }
 
-/* ---- logits ----------------------------------------------------------------------------------- */
+/* ---- the explicit-SIMD kernels (probe_simd.h), one version per instruction set ------------------ */
 
-/* NR rows × OC outputs at once (W rows loaded once per 8 columns for NR rows). */
-#define DEF_DOT(NR, OC)                                                                                 \
-  INLINE void dot_##NR##_##OC(const float *const *x, const double *const *w, int64_t d, double *z,    \
-                              int64_t ldz) {                                                           \
-    v8d acc[NR][OC];                                                                                   \
-    for (int r = 0; r < NR; r++)                                                                       \
-      for (int o = 0; o < OC; o++) acc[r][o] = (v8d){0, 0, 0, 0, 0, 0, 0, 0};                          \
-    int64_t d8 = d & ~(int64_t)7;                                                                      \
-    for (int64_t j = 0; j < d8; j += 8) {                                                              \
-      v8d xv[NR];                                                                                      \
-      for (int r = 0; r < NR; r++) xv[r] = ld8f(x[r] + j);                                             \
-      for (int o = 0; o < OC; o++) {                                                                   \
-        v8d wv = ld8d(w[o] + j);                                                                       \
-        for (int r = 0; r < NR; r++) acc[r][o] += wv * xv[r];                                          \
-      }                                                                                                \
-    }                                                                                                  \
-    for (int r = 0; r < NR; r++)                                                                       \
-      for (int o = 0; o < OC; o++) {                                                                   \
-        double s = lanes_sum(acc[r][o]);                                                               \
-        for (int64_t j = d8; j < d; j++) s += w[o][j] * (double)x[r][j];                               \
-        z[r * ldz + o] = s;                                                                            \
-      }                                                                                                \
-  }
-DEF_DOT(4, 1)
-DEF_DOT(4, 2)
-DEF_DOT(4, 3)
-DEF_DOT(4, 4)
-DEF_DOT(1, 1)
-DEF_DOT(1, 2)
-DEF_DOT(1, 3)
-DEF_DOT(1, 4)
+/* plain C: eight lanes in an array, fma() from libm (exactly rounded, as the hardware's) */
+typedef struct v8s {
+  double v[8];
+} v8s;
+INLINE v8s s8_zero(void) { return (v8s){{0, 0, 0, 0, 0, 0, 0, 0}}; }
+INLINE v8s s8_ldd(const double *p) {
+  v8s r;
+  memcpy(r.v, p, sizeof r.v);
+  return r;
+}
+INLINE v8s s8_ldf(const float *p) {
+  v8s r;
+  for (int l = 0; l < 8; l++) r.v[l] = (double)p[l];
+  return r;
+}
+INLINE v8s s8_set1(double x) { return (v8s){{x, x, x, x, x, x, x, x}}; }
+INLINE v8s s8_fma(v8s a, v8s b, v8s c) {
+  v8s r;
+  for (int l = 0; l < 8; l++) r.v[l] = fma(a.v[l], b.v[l], c.v[l]);
+  return r;
+}
+INLINE v8s s8_add(v8s a, v8s b) {
+  v8s r;
+  for (int l = 0; l < 8; l++) r.v[l] = a.v[l] + b.v[l];
+  return r;
+}
+INLINE void s8_st(double *p, v8s v) { memcpy(p, v.v, sizeof v.v); }
+#define V8 v8s
+#define V8_ISA scalar
+#define V8_ZERO s8_zero
+#define V8_LDD s8_ldd
+#define V8_LDF s8_ldf
+#define V8_SET1 s8_set1
+#define V8_FMA s8_fma
+#define V8_ADD s8_add
+#define V8_ST s8_st
+#define V8_ACC 4
+#define V8_DOT_OUT 2
+#include "probe_simd.h"
+#undef V8
+#undef V8_ISA
+#undef V8_ZERO
+#undef V8_LDD
+#undef V8_LDF
+#undef V8_SET1
+#undef V8_FMA
+#undef V8_ADD
+#undef V8_ST
+#undef V8_ACC
+#undef V8_DOT_OUT
 
-/* z[i*ldz + o] for rows [0, n) and outputs [0, O) (no bias). */
-INLINE void dot_rows(const float *const *rows, int64_t n, int64_t d, const double *W, int O, double *z, int64_t ldz) {
-  for (int o0 = 0; o0 < O; o0 += 4) {
-    int oc = O - o0 < 4 ? O - o0 : 4;
-    const double *w[4];
-    for (int o = 0; o < oc; o++) w[o] = W + (int64_t)(o0 + o) * d;
-    int64_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-      double *zz = z + i * ldz + o0;
-      switch (oc) {
-        case 1: dot_4_1(rows + i, w, d, zz, ldz); break;
-        case 2: dot_4_2(rows + i, w, d, zz, ldz); break;
-        case 3: dot_4_3(rows + i, w, d, zz, ldz); break;
-        default: dot_4_4(rows + i, w, d, zz, ldz); break;
-      }
-    }
-    for (; i < n; i++) {
-      double *zz = z + i * ldz + o0;
-      switch (oc) {
-        case 1: dot_1_1(rows + i, w, d, zz, ldz); break;
-        case 2: dot_1_2(rows + i, w, d, zz, ldz); break;
-        case 3: dot_1_3(rows + i, w, d, zz, ldz); break;
-        default: dot_1_4(rows + i, w, d, zz, ldz); break;
-      }
-    }
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* AVX2 + FMA: a pair of 4-lane registers */
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+typedef struct v8y {
+  __m256d lo, hi;
+} v8y;
+INLINE v8y y8_zero(void) { return (v8y){_mm256_setzero_pd(), _mm256_setzero_pd()}; }
+INLINE v8y y8_ldd(const double *p) { return (v8y){_mm256_loadu_pd(p), _mm256_loadu_pd(p + 4)}; }
+INLINE v8y y8_ldf(const float *p) {
+  __m256 f = _mm256_loadu_ps(p);
+  return (v8y){_mm256_cvtps_pd(_mm256_castps256_ps128(f)), _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1))};
+}
+INLINE v8y y8_set1(double x) { return (v8y){_mm256_set1_pd(x), _mm256_set1_pd(x)}; }
+INLINE v8y y8_fma(v8y a, v8y b, v8y c) { return (v8y){_mm256_fmadd_pd(a.lo, b.lo, c.lo), _mm256_fmadd_pd(a.hi, b.hi, c.hi)}; }
+INLINE v8y y8_add(v8y a, v8y b) { return (v8y){_mm256_add_pd(a.lo, b.lo), _mm256_add_pd(a.hi, b.hi)}; }
+INLINE void y8_st(double *p, v8y v) {
+  _mm256_storeu_pd(p, v.lo);
+  _mm256_storeu_pd(p + 4, v.hi);
+}
+#define V8 v8y
+#define V8_ISA avx2
+#define V8_ZERO y8_zero
+#define V8_LDD y8_ldd
+#define V8_LDF y8_ldf
+#define V8_SET1 y8_set1
+#define V8_FMA y8_fma
+#define V8_ADD y8_add
+#define V8_ST y8_st
+#define V8_ACC 6
+#define V8_DOT_OUT 2
+#include "probe_simd.h"
+#undef V8
+#undef V8_ISA
+#undef V8_ZERO
+#undef V8_LDD
+#undef V8_LDF
+#undef V8_SET1
+#undef V8_FMA
+#undef V8_ADD
+#undef V8_ST
+#undef V8_ACC
+#undef V8_DOT_OUT
+#pragma GCC pop_options
+
+/* AVX-512: one register */
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512dq,avx2,fma")
+#define V8 __m512d
+#define V8_ISA avx512
+#define V8_ZERO _mm512_setzero_pd
+#define V8_LDD _mm512_loadu_pd
+#define V8_LDF(p) _mm512_cvtps_pd(_mm256_loadu_ps(p))
+#define V8_SET1 _mm512_set1_pd
+#define V8_FMA _mm512_fmadd_pd
+#define V8_ADD _mm512_add_pd
+#define V8_ST _mm512_storeu_pd
+#define V8_ACC 24
+#define V8_DOT_OUT 6
+#include "probe_simd.h"
+#undef V8
+#undef V8_ISA
+#undef V8_ZERO
+#undef V8_LDD
+#undef V8_LDF
+#undef V8_SET1
+#undef V8_FMA
+#undef V8_ADD
+#undef V8_ST
+#undef V8_ACC
+#undef V8_DOT_OUT
+#pragma GCC pop_options
+#define PROBE_HAVE_X86 1
+#endif
+
+typedef void (*dot_rows_fn)(const float *const *, int64_t, int64_t, const double *, int, double *, int64_t);
+typedef void (*bwd_rows_fn)(const float *const *, int64_t, int64_t, const double *, int, double *, int);
+
+static struct {
+  int chosen;
+  const char *name;
+  dot_rows_fn dot;
+  bwd_rows_fn bwd;
+} simd;
+
+/* The instruction set of the hot loops: the best the CPU has, or RMDIAG_PROBE_SIMD = avx512 | avx2
+ * | scalar (tests compare them; all give the same bits). */
+static void simd_choose(void) {
+  if (simd.chosen) return;
+  const char *want = getenv("RMDIAG_PROBE_SIMD");
+  simd.name = "scalar";
+  simd.dot = dot_rows_scalar;
+  simd.bwd = bwd_rows_scalar;
+#ifdef PROBE_HAVE_X86
+  __builtin_cpu_init();
+  int has512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+  int has2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (has512 && (!want || strcmp(want, "avx512") == 0)) {
+    simd.name = "avx512";
+    simd.dot = dot_rows_avx512;
+    simd.bwd = bwd_rows_avx512;
+  } else if (has2 && (!want || strcmp(want, "avx2") == 0 || strcmp(want, "avx512") == 0)) {
+    simd.name = "avx2";
+    simd.dot = dot_rows_avx2;
+    simd.bwd = bwd_rows_avx2;
   }
+#endif
+  simd.chosen = 1;
 }
 
-PROBE_CLONES
+const char *rd_probe_simd(void) {
+  simd_choose();
+  return simd.name;
+}
+
+int rd_probe_simd_set(const char *name) {
+  simd.chosen = 0;
+  const char *old = getenv("RMDIAG_PROBE_SIMD");
+  char *keep = old ? strdup(old) : NULL;
+  setenv("RMDIAG_PROBE_SIMD", name, 1);
+  simd_choose();
+  if (keep) {
+    setenv("RMDIAG_PROBE_SIMD", keep, 1);
+    free(keep);
+  } else {
+    unsetenv("RMDIAG_PROBE_SIMD");
+  }
+  return strcmp(simd.name, name) == 0 ? 0 : -1;
+}
+
 static void logits_impl(const rd_probe_heads *h, const float *const *rows, int64_t n, double *z) {
   int O = h->L * h->K;
-  dot_rows(rows, n, h->d, h->W, O, z, O);
+  simd_choose();
+  simd.dot(rows, n, h->d, h->W, O, z, O);
   if (h->b)
     for (int64_t i = 0; i < n; i++)
       for (int o = 0; o < O; o++) z[i * O + o] += h->b[o];
@@ -190,7 +315,6 @@ DEF_BWD(6)
  * combined in order (out + pass), so the sum over rows is that of the fixed chunking. */
 #define GRAD_CHUNK RD_PROBE_CHUNK
 
-PROBE_CLONES
 static int64_t block_grad_impl(const rd_probe_heads *h, const rd_probe_block *blk, int with_loss, int accumulate,
                                double *out, int64_t *bad) {
   int L = h->L, K = h->K, O = L * K;
@@ -206,11 +330,12 @@ static int64_t block_grad_impl(const rd_probe_heads *h, const rd_probe_block *bl
   double *r = z + GRAD_CHUNK * O, *lsum = r + GRAD_CHUNK * O;
   double *G = out, *gb = h->b ? out + (int64_t)O * d : NULL;
   double *loss = with_loss ? out + (int64_t)O * d + (h->b ? O : 0) : NULL;
+  simd_choose();
   for (int64_t c0 = 0; c0 < n || (c0 == 0 && n == 0); c0 += GRAD_CHUNK) {
     int64_t cn = n - c0 < GRAD_CHUNK ? n - c0 : GRAD_CHUNK;
     int acc = accumulate || c0 > 0;
     const float *const *x = blk->rows + c0;
-    if (cn > 0) dot_rows(x, cn, d, h->W, O, z, O);
+    if (cn > 0) simd.dot(x, cn, d, h->W, O, z, O);
     for (int l = 0; l < L; l++) lsum[l] = 0.0;
     for (int64_t i = 0; i < cn; i++) {
       double *zi = z + i * O, *ri = r + i * O;
@@ -226,17 +351,7 @@ static int64_t block_grad_impl(const rd_probe_heads *h, const rd_probe_block *bl
       rd_probe_residuals(L, K, zi, blk->y[c0 + i], ri, with_loss ? lsum : NULL);
       for (int o = 0; o < O; o++) ri[o] *= blk->scale;
     }
-    for (int o0 = 0; o0 < O; o0 += 6) {
-      int oc = O - o0 < 6 ? O - o0 : 6;
-      switch (oc) {
-        case 1: bwd_1(x, cn, d, r, O, o0, G, acc); break;
-        case 2: bwd_2(x, cn, d, r, O, o0, G, acc); break;
-        case 3: bwd_3(x, cn, d, r, O, o0, G, acc); break;
-        case 4: bwd_4(x, cn, d, r, O, o0, G, acc); break;
-        case 5: bwd_5(x, cn, d, r, O, o0, G, acc); break;
-        default: bwd_6(x, cn, d, r, O, o0, G, acc); break;
-      }
-    }
+    simd.bwd(x, cn, d, r, O, G, acc);
     if (gb)
       for (int o = 0; o < O; o++) {
         double s = 0.0;
@@ -282,7 +397,9 @@ void rd_probe_adamw_step(const rd_adamw *a, int64_t t, double lr_t, double gscal
   double b1 = a->beta1, b2 = a->beta2, eps = a->eps;
   double decay = 1.0 - lr_t * a->wd;
   double bc1 = 1.0 - pow(b1, (double)(t + 1)), bc2 = 1.0 - pow(b2, (double)(t + 1));
-  double step = lr_t / bc1, sbc2 = sqrt(bc2);
+  /* sqrt(v̂) = sqrt(v) / sqrt(1 − β2^t), taken as sqrt(v) · (1 / sqrt(1 − β2^t)): one division per
+   * parameter instead of two */
+  double step = lr_t / bc1, rsbc2 = 1.0 / sqrt(bc2);
   for (int64_t i = 0; i < n; i++) {
     double gi = g[i] * gscale;
     double pi = p[i] * decay;
@@ -290,7 +407,7 @@ void rd_probe_adamw_step(const rd_adamw *a, int64_t t, double lr_t, double gscal
     double vi = b2 * v[i] + (1.0 - b2) * (gi * gi);
     m[i] = mi;
     v[i] = vi;
-    p[i] = pi - step * (mi / (sqrt(vi) / sbc2 + eps));
+    p[i] = pi - step * (mi / (sqrt(vi) * rsbc2 + eps));
   }
 }
 

@@ -16,6 +16,8 @@
 #include "rmdiag/progress.h"
 #include "rmdiag/stats.h"
 
+extern int blas_thread_shutdown_(void) __attribute__((weak));
+
 static const char *const probe_keys[] = {"tasks", "models", "mode", "lr_grid", "seeds", "init", "l2_grid",
                                          "standardize", "tol", "max_iter", "max_memory_mb", "kmeans", NULL};
 
@@ -625,8 +627,12 @@ static int probe_run_job(const rd_ctx *ctx, const rd_job *job, const rd_jobfile 
   probe_run R;
   grid_result *res = NULL;
   infer_result *ir = NULL;
-  int threads = openblas_get_num_threads();
-  openblas_set_num_threads(1);  /* BLAS results depend on the thread count; one rank is one core */
+  /* BLAS results depend on the thread count: one BLAS thread per rank (rmdiag's main sets this up;
+   * a library caller may not have) */
+  if (openblas_get_num_threads() != 1) {
+    openblas_set_num_threads(1);
+    if (blas_thread_shutdown_) blas_thread_shutdown_();
+  }
   if (run_init(&R, ctx, job, jf, st) != RD_OK) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
   if (probe_prepare(&R, st) != RD_OK) goto done;
   rd_timing_mark(ctx->rank, job->name, "layout+labels");
@@ -695,7 +701,6 @@ done:
   free(ir);
   probe_results_free(res, (int64_t)R.n_pt * (o->mode == PROBE_LBFGS ? 1 : o->n_seeds) * o->n_grid);
   run_free(&R);
-  openblas_set_num_threads(threads);
   return st->code;
 }
 

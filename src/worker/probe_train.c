@@ -299,7 +299,7 @@ typedef struct mrm_state {
   probe_run *R;
   const rd_probe_heads *h;
   rowset *rows;
-  int64_t u0;         /* first unit of the rank */
+  int64_t u0, u1;     /* the rank's units */
   int64_t first;      /* local position of the batch's first row of unit u0 */
   int64_t b;          /* batch rows */
   int64_t seg_lo;     /* local position of the loaded segment's first row */
@@ -368,7 +368,7 @@ static int train_mrmbench(probe_run *R, const rd_ctx *g, ptask *p, int64_t seed,
   const rd_probe_kernels *gk = gpu_kernels(R);
   double *leafbuf = gk ? malloc(sizeof(double) * (size_t)((u1 - u0 + 1) * O * d)) : NULL;
   if (gk && !leafbuf) rd_abort(g, __FILE__, __LINE__, "out of memory");
-  mrm_state ms = {.R = R, .h = &h, .rows = &rows, .u0 = u0};
+  mrm_state ms = {.R = R, .h = &h, .rows = &rows, .u0 = u0, .u1 = u1};
   /* the epoch in segments of batches whose rows fit the memory budget (one segment when mapped);
    * the segments are the same on every rank of the group (the batches per segment follow from the
    * largest share a rank can hold of a batch), so the agreement after each load is collective */
@@ -377,6 +377,7 @@ static int train_mrmbench(probe_run *R, const rd_ctx *g, ptask *p, int64_t seed,
   int64_t per_seg = cap == INT64_MAX ? Td : cap / share;
   if (per_seg < 1) per_seg = 1;
   int64_t seg_t0 = 0, seg_t1 = 0;
+  rd_timing_mark(R->ctx->rank, R->job->name, "order+init");
   for (int64_t t = 0; t < Td && st->code == RD_OK; t++) {
     if (t == seg_t1) {
       seg_t0 = t;
@@ -414,6 +415,7 @@ static int train_mrmbench(probe_run *R, const rd_ctx *g, ptask *p, int64_t seed,
     }
     if (prog) rd_progress_update(prog, ++*prog_done);
   }
+  rd_timing_mark(R->ctx->rank, R->job->name, "epoch");
   ws_free(&ws);
   free(leafbuf);
   rowset_free(R, &rows);
@@ -430,6 +432,7 @@ static int train_mrmbench(probe_run *R, const rd_ctx *g, ptask *p, int64_t seed,
   int32_t *tp = g->rank == 0 ? malloc(sizeof(int32_t) * (size_t)(p->n_te * L + 1)) : NULL;
   if (g->rank == 0 && (!vp || !tp)) rd_abort(g, __FILE__, __LINE__, "out of memory");
   if (eval_rows(R, g, &p->X, p->va, p->n_va, &h, vp, st) == RD_OK) eval_rows(R, g, &p->X, p->te, p->n_te, &h, tp, st);
+  rd_timing_mark(R->ctx->rank, R->job->name, "evaluate");
   if (g->rank == 0 && st->code == RD_OK) {
     for (int l = 0; l < L; l++) {
       grid_result *r = &res[l];
