@@ -61,6 +61,31 @@ static void test_isas(void) {
             CHECK(memcmp(g[0], g[k], sizeof(double) * (size_t)len) == 0, "gradient %s == scalar (d %lld, L %d, K %d)",
                   isas[k], (long long)d, L, K);
           }
+        /* squared distances of the rows to the O rows of W as centres */
+        double *D[3];
+        for (int k = 0; k < 3; k++) {
+          D[k] = malloc(sizeof(double) * (size_t)(n * O));
+          if (!have[k]) continue;
+          rd_probe_simd_set(isas[k]);
+          rd_probe_sqdist_cpu(rows, n, d, W, O, D[k]);
+        }
+        for (int k = 1; k < 3; k++)
+          if (have[k])
+            CHECK(memcmp(D[0], D[k], sizeof(double) * (size_t)(n * O)) == 0, "distances %s == scalar (d %lld, O %d)",
+                  isas[k], (long long)d, O);
+        double dworst = 0.0;
+        for (int64_t i = 0; i < n; i++)
+          for (int o = 0; o < O; o++) {
+            long double acc = 0.0L;
+            for (int64_t j = 0; j < d; j++) {
+              long double t = (long double)rows[i][j] - W[o * d + j];
+              acc += t * t;
+            }
+            double e = fabs((double)(acc - (long double)D[0][i * O + o])) / (double)acc;
+            if (e > dworst) dworst = e;
+          }
+        CHECK(dworst < 1e-14, "distances within 1e-14 relative of the long-double sum (worst %g)", dworst);
+        for (int k = 0; k < 3; k++) free(D[k]);
         /* long-double reference of the logits */
         double worst = 0.0;
         for (int64_t i = 0; i < n; i++)

@@ -88,7 +88,7 @@ void rd_probe_adamw_step(const rd_adamw *a, int64_t t, double lr_t, double gscal
                          double *m, double *v, int64_t n);
 
 /* Squared Euclidean distances from n rows to c centres (double [c, d]): D[i*c + k] = Σ_j (x_ij −
- * C_kj)² in 8 lanes (fixed order). */
+ * C_kj)² in 8 lanes (fused multiply-adds, fixed order; same bits for every instruction set). */
 void rd_probe_sqdist_cpu(const float *const *rows, int64_t n, int64_t d, const double *C, int64_t c, double *D);
 
 /* The same for rows of doubles (X [n, d] row-major). */

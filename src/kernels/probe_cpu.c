@@ -66,6 +66,11 @@ INLINE v8s s8_add(v8s a, v8s b) {
   for (int l = 0; l < 8; l++) r.v[l] = a.v[l] + b.v[l];
   return r;
 }
+INLINE v8s s8_sub(v8s a, v8s b) {
+  v8s r;
+  for (int l = 0; l < 8; l++) r.v[l] = a.v[l] - b.v[l];
+  return r;
+}
 INLINE void s8_st(double *p, v8s v) { memcpy(p, v.v, sizeof v.v); }
 #define V8 v8s
 #define V8_ISA scalar
@@ -75,6 +80,7 @@ INLINE void s8_st(double *p, v8s v) { memcpy(p, v.v, sizeof v.v); }
 #define V8_SET1 s8_set1
 #define V8_FMA s8_fma
 #define V8_ADD s8_add
+#define V8_SUB s8_sub
 #define V8_ST s8_st
 #define V8_ACC 4
 #define V8_DOT_OUT 2
@@ -87,6 +93,7 @@ INLINE void s8_st(double *p, v8s v) { memcpy(p, v.v, sizeof v.v); }
 #undef V8_SET1
 #undef V8_FMA
 #undef V8_ADD
+#undef V8_SUB
 #undef V8_ST
 #undef V8_ACC
 #undef V8_DOT_OUT
@@ -109,6 +116,7 @@ INLINE v8y y8_ldf(const float *p) {
 INLINE v8y y8_set1(double x) { return (v8y){_mm256_set1_pd(x), _mm256_set1_pd(x)}; }
 INLINE v8y y8_fma(v8y a, v8y b, v8y c) { return (v8y){_mm256_fmadd_pd(a.lo, b.lo, c.lo), _mm256_fmadd_pd(a.hi, b.hi, c.hi)}; }
 INLINE v8y y8_add(v8y a, v8y b) { return (v8y){_mm256_add_pd(a.lo, b.lo), _mm256_add_pd(a.hi, b.hi)}; }
+INLINE v8y y8_sub(v8y a, v8y b) { return (v8y){_mm256_sub_pd(a.lo, b.lo), _mm256_sub_pd(a.hi, b.hi)}; }
 INLINE void y8_st(double *p, v8y v) {
   _mm256_storeu_pd(p, v.lo);
   _mm256_storeu_pd(p + 4, v.hi);
@@ -121,6 +129,7 @@ INLINE void y8_st(double *p, v8y v) {
 #define V8_SET1 y8_set1
 #define V8_FMA y8_fma
 #define V8_ADD y8_add
+#define V8_SUB y8_sub
 #define V8_ST y8_st
 #define V8_ACC 6
 #define V8_DOT_OUT 2
@@ -133,6 +142,7 @@ INLINE void y8_st(double *p, v8y v) {
 #undef V8_SET1
 #undef V8_FMA
 #undef V8_ADD
+#undef V8_SUB
 #undef V8_ST
 #undef V8_ACC
 #undef V8_DOT_OUT
@@ -149,6 +159,7 @@ INLINE void y8_st(double *p, v8y v) {
 #define V8_SET1 _mm512_set1_pd
 #define V8_FMA _mm512_fmadd_pd
 #define V8_ADD _mm512_add_pd
+#define V8_SUB _mm512_sub_pd
 #define V8_ST _mm512_storeu_pd
 #define V8_ACC 24
 #define V8_DOT_OUT 6
@@ -161,6 +172,7 @@ INLINE void y8_st(double *p, v8y v) {
 #undef V8_SET1
 #undef V8_FMA
 #undef V8_ADD
+#undef V8_SUB
 #undef V8_ST
 #undef V8_ACC
 #undef V8_DOT_OUT
@@ -170,12 +182,14 @@ INLINE void y8_st(double *p, v8y v) {
 
 typedef void (*dot_rows_fn)(const float *const *, int64_t, int64_t, const double *, int, double *, int64_t);
 typedef void (*bwd_rows_fn)(const float *const *, int64_t, int64_t, const double *, int, double *, int);
+typedef void (*sqdist_fn)(const float *const *, int64_t, int64_t, const double *, int64_t, double *);
 
 static struct {
   int chosen;
   const char *name;
   dot_rows_fn dot;
   bwd_rows_fn bwd;
+  sqdist_fn sqdist;
 } simd;
 
 /* The instruction set of the hot loops: the best the CPU has, or RMDIAG_PROBE_SIMD = avx512 | avx2
@@ -186,6 +200,7 @@ static void simd_choose(void) {
   simd.name = "scalar";
   simd.dot = dot_rows_scalar;
   simd.bwd = bwd_rows_scalar;
+  simd.sqdist = sqdist_rows_scalar;
 #ifdef PROBE_HAVE_X86
   __builtin_cpu_init();
   int has512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
@@ -194,10 +209,12 @@ static void simd_choose(void) {
     simd.name = "avx512";
     simd.dot = dot_rows_avx512;
     simd.bwd = bwd_rows_avx512;
+    simd.sqdist = sqdist_rows_avx512;
   } else if (has2 && (!want || strcmp(want, "avx2") == 0 || strcmp(want, "avx512") == 0)) {
     simd.name = "avx2";
     simd.dot = dot_rows_avx2;
     simd.bwd = bwd_rows_avx2;
+    simd.sqdist = sqdist_rows_avx2;
   }
 #endif
   simd.chosen = 1;
@@ -413,30 +430,9 @@ void rd_probe_adamw_step(const rd_adamw *a, int64_t t, double lr_t, double gscal
 
 /* ---- distances ------------------------------------------------------------------------------------------ */
 
-PROBE_CLONES
-static void sqdist_impl(const float *const *rows, int64_t n, int64_t d, const double *C, int64_t c, double *D) {
-  int64_t d8 = d & ~(int64_t)7;
-  for (int64_t i = 0; i < n; i++) {
-    const float *x = rows[i];
-    for (int64_t k = 0; k < c; k++) {
-      const double *ck = C + k * d;
-      v8d acc = {0, 0, 0, 0, 0, 0, 0, 0};
-      for (int64_t j = 0; j < d8; j += 8) {
-        v8d t = ld8f(x + j) - ld8d(ck + j);
-        acc += t * t;
-      }
-      double s = lanes_sum(acc);
-      for (int64_t j = d8; j < d; j++) {
-        double t = (double)x[j] - ck[j];
-        s += t * t;
-      }
-      D[i * c + k] = s;
-    }
-  }
-}
-
 void rd_probe_sqdist_cpu(const float *const *rows, int64_t n, int64_t d, const double *C, int64_t c, double *D) {
-  if (n > 0 && c > 0) sqdist_impl(rows, n, d, C, c, D);
+  simd_choose();
+  if (n > 0 && c > 0) simd.sqdist(rows, n, d, C, c, D);
 }
 
 PROBE_CLONES

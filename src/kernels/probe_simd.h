@@ -169,6 +169,35 @@ static void KFN(bwd_rows)(const float *const *x, int64_t n, int64_t d, const dou
   }
 }
 
+/* Squared distances of float rows to double centres: lane l of D[i, k] sums (x_ij − c_kj)² over
+ * j = l, l + 8, ... (fma), lanes combined pairwise, then the tail in order; 4 centres per pass. */
+static void KFN(sqdist_rows)(const float *const *rows, int64_t n, int64_t d, const double *C, int64_t c, double *D) {
+  int64_t d8 = d & ~(int64_t)7;
+  for (int64_t i = 0; i < n; i++) {
+    const float *x = rows[i];
+    for (int64_t k0 = 0; k0 < c; k0 += 4) {
+      int kc = c - k0 < 4 ? (int)(c - k0) : 4;
+      V8 acc[4] = {V8_ZERO(), V8_ZERO(), V8_ZERO(), V8_ZERO()};
+      for (int64_t j = 0; j < d8; j += 8) {
+        V8 xv = V8_LDF(x + j);
+        for (int k = 0; k < kc; k++) {
+          V8 t = V8_SUB(xv, V8_LDD(C + (k0 + k) * d + j));
+          acc[k] = V8_FMA(t, t, acc[k]);
+        }
+      }
+      for (int k = 0; k < kc; k++) {
+        const double *ck = C + (k0 + k) * d;
+        double s = KFN(lanes)(acc[k]);
+        for (int64_t j = d8; j < d; j++) {
+          double t = (double)x[j] - ck[j];
+          s = fma(t, t, s);
+        }
+        D[i * c + k0 + k] = s;
+      }
+    }
+  }
+}
+
 #undef KBWD_JB
 #undef KFN
 #undef KCAT

@@ -266,77 +266,111 @@ static int maha_factor(probe_run *R, int m, double *L, double *shrink, rd_status
   return RD_OK;
 }
 
-/* ---- tasks: centroids of one (model, task) --------------------------------------------------------- */
+/* ---- tasks: centroids of one class of one (model, task) ------------------------------------------------ */
 
 typedef struct km_arg {
   probe_run *R;
   space *spaces;     /* per model */
+  int64_t *unit_pt, *unit_class;
 } km_arg;
 
-/* Result: [n_cent, then per centroid: class, d values]. */
-static int km_task(int64_t k, void *argp, double **out, int64_t *n_out, rd_status *st) {
-  km_arg *a = argp;
-  probe_run *R = a->R;
-  ptask *p = &R->pt[k];
-  const space *sp = &a->spaces[p->m];
-  int64_t d = p->X.d, nv = p->n_va;
-  float *buf = malloc(sizeof(float) * (size_t)(nv * d + 1));
-  const float **ptr = malloc(sizeof(float *) * (size_t)(nv + 1));
-  double *Y = malloc(sizeof(double) * (size_t)(nv * d + 1));
-  int64_t *cnt = calloc((size_t)p->C, sizeof(int64_t)), *order = malloc(sizeof(int64_t) * (size_t)(nv + 1));
-  if (!buf || !ptr || !Y || !cnt || !order) {
+/* Sums of T(x) over the rows idx (in order), read in blocks: out[d]. */
+static int class_sum(probe_run *R, const space *sp, feat_src *X, const int64_t *idx, int64_t n, double *out,
+                     rd_status *st) {
+  int64_t d = X->d;
+  float *buf = malloc(sizeof(float) * (size_t)(KM_BLOCK * d));
+  const float **ptr = malloc(sizeof(float *) * KM_BLOCK);
+  double *Y = sp->distance == DIST_COSINE ? malloc(sizeof(double) * (size_t)d) : NULL;
+  if (!buf || !ptr || (sp->distance == DIST_COSINE && !Y)) {
     free(buf);
     free(ptr);
     free(Y);
-    free(cnt);
-    free(order);
-    return rd_fail(st, RD_EFAIL, "out of memory for k-means");
+    return rd_fail(st, RD_EFAIL, "out of memory for centroids");
   }
-  int rc = feat_rows(R, &p->X, p->va, nv, buf, ptr, st);
-  if (rc == RD_OK) to_space(sp, ptr, nv, Y);
-  free(buf);
-  free(ptr);
-  int64_t n_cent = 0;
-  for (int64_t i = 0; i < nv; i++) cnt[p->cls[p->va[i]]]++;
-  for (int c = 0; c < p->C; c++) n_cent += cnt[c] < R->o->k_per_class ? cnt[c] : R->o->k_per_class;
-  double *o = malloc(sizeof(double) * (size_t)(1 + n_cent * (d + 1)));
-  double *Yc = malloc(sizeof(double) * (size_t)(nv * d + 1));
-  rd_stream s;
-  char purpose[700];
-  snprintf(purpose, sizeof purpose, "probe.kmeans.%s.%s", R->o->n_models ? R->o->models[p->m] : "",
-           R->o->tasks[p->t].name);
-  rd_stream_init(&s, R->seed, R->job->name, purpose);
-  if (!o || !Yc) rc = rd_fail(st, RD_EFAIL, "out of memory for k-means");
-  int64_t pos = 1, made = 0;
-  double *C = NULL;
-  if (rc == RD_OK) C = malloc(sizeof(double) * (size_t)(R->o->k_per_class * d + 1));
-  if (rc == RD_OK && !C) rc = rd_fail(st, RD_EFAIL, "out of memory for k-means");
-  for (int c = 0; rc == RD_OK && c < p->C; c++) {
-    int64_t m = 0;
-    for (int64_t i = 0; i < nv; i++)
-      if (p->cls[p->va[i]] == c) memcpy(Yc + (m++) * d, Y + i * d, sizeof(double) * (size_t)d);
-    if (m == 0) continue;
-    int64_t kk = m < R->o->k_per_class ? m : R->o->k_per_class;
-    rc = kmeans_class(sp, Yc, m, kk, R->o->km_iters, &s, (uint64_t)c, C, st);
-    for (int64_t j = 0; rc == RD_OK && j < kk; j++) {
-      o[pos++] = c;
-      memcpy(o + pos, C + j * d, sizeof(double) * (size_t)d);
-      pos += d;
-      made++;
+  for (int64_t j = 0; j < d; j++) out[j] = 0.0;
+  for (int64_t a = 0; a < n && st->code == RD_OK; a += KM_BLOCK) {
+    int64_t m = n - a < KM_BLOCK ? n - a : KM_BLOCK;
+    if (feat_rows(R, X, idx + a, m, buf, ptr, st) != RD_OK) break;
+    for (int64_t i = 0; i < m; i++) {
+      if (Y) {
+        to_space(sp, ptr + i, 1, Y);
+        for (int64_t j = 0; j < d; j++) out[j] += Y[j];
+      } else {
+        for (int64_t j = 0; j < d; j++) out[j] += (double)ptr[i][j];
+      }
     }
   }
-  free(C);
+  free(buf);
+  free(ptr);
   free(Y);
-  free(Yc);
-  free(cnt);
-  free(order);
+  return st->code;
+}
+
+/* Result: [n_cent, then per centroid: d values] of class unit_class[k] of (model, task) unit_pt[k]:
+ * with k_per_class = 1 the class mean of T(x) (for mahalanobis L⁻¹ applied to the mean of x, the
+ * same by linearity), else k-means in T-space on the class's rows. */
+static int km_task(int64_t k, void *argp, double **out, int64_t *n_out, rd_status *st) {
+  km_arg *a = argp;
+  probe_run *R = a->R;
+  ptask *p = &R->pt[a->unit_pt[k]];
+  int c = (int)a->unit_class[k];
+  const space *sp = &a->spaces[p->m];
+  int64_t d = p->X.d, nv = 0;
+  int64_t *rows = malloc(sizeof(int64_t) * (size_t)(p->n_va + 1));
+  if (!rows) return rd_fail(st, RD_EFAIL, "out of memory for centroids");
+  for (int64_t i = 0; i < p->n_va; i++)
+    if (p->cls[p->va[i]] == c) rows[nv++] = p->va[i];
+  int64_t kk = nv < R->o->k_per_class ? nv : R->o->k_per_class;
+  double *o = malloc(sizeof(double) * (size_t)(1 + kk * d));
+  if (!o) {
+    free(rows);
+    return rd_fail(st, RD_EFAIL, "out of memory for centroids");
+  }
+  o[0] = (double)kk;
+  int rc = RD_OK;
+  if (kk == 1) {
+    double *mean = o + 1;
+    rc = class_sum(R, sp, &p->X, rows, nv, mean, st);
+    for (int64_t j = 0; j < d; j++) mean[j] /= (double)nv;
+    if (rc == RD_OK && sp->distance == DIST_MAHALANOBIS) {
+      /* L⁻¹ m: the mean as a one-row "feature" (float would round it): solve in double */
+      double *y = malloc(sizeof(double) * (size_t)d);
+      if (!y) rc = rd_fail(st, RD_EFAIL, "out of memory for centroids");
+      for (int64_t j = 0; y && j < d; j++) {
+        const double *lj = sp->L + j * d;
+        double t = 0.0;
+        for (int64_t q = 0; q < j; q++) t += lj[q] * y[q];
+        y[j] = (mean[j] - t) / lj[j];
+      }
+      if (y) memcpy(mean, y, sizeof(double) * (size_t)d);
+      free(y);
+    }
+  } else if (kk > 1) {
+    float *buf = malloc(sizeof(float) * (size_t)(nv * d));
+    const float **ptr = malloc(sizeof(float *) * (size_t)nv);
+    double *Y = malloc(sizeof(double) * (size_t)(nv * d));
+    if (!buf || !ptr || !Y) rc = rd_fail(st, RD_EFAIL, "out of memory for k-means");
+    if (rc == RD_OK) rc = feat_rows(R, &p->X, rows, nv, buf, ptr, st);
+    if (rc == RD_OK) {
+      to_space(sp, ptr, nv, Y);
+      rd_stream s;
+      char purpose[700];
+      snprintf(purpose, sizeof purpose, "probe.kmeans.%s.%s", R->o->n_models ? R->o->models[p->m] : "",
+               R->o->tasks[p->t].name);
+      rd_stream_init(&s, R->seed, R->job->name, purpose);
+      rc = kmeans_class(sp, Y, nv, kk, R->o->km_iters, &s, (uint64_t)c, o + 1, st);
+    }
+    free(buf);
+    free(ptr);
+    free(Y);
+  }
+  free(rows);
   if (rc != RD_OK) {
     free(o);
     return rc;
   }
-  o[0] = (double)made;
   *out = o;
-  *n_out = pos;
+  *n_out = 1 + kk * d;
   return RD_OK;
 }
 
@@ -432,25 +466,39 @@ int probe_kmeans_all(probe_run *R, infer_result *out, rd_status *st) {
       spaces[m].L = Ls[m];
     }
   }
-  /* centroids per (model, task), one rank each */
+  /* centroids per class of each (model, task), one rank per class */
   {
-    double *cost = malloc(sizeof(double) * (size_t)R->n_pt);
-    if (!cost) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
-    for (int i = 0; i < R->n_pt; i++) cost[i] = (double)R->pt[i].n_va * (double)R->pt[i].X.d * (double)o->k_per_class;
+    int64_t nu = 0;
+    for (int i = 0; i < R->n_pt; i++) nu += R->pt[i].C;
+    double *cost = malloc(sizeof(double) * (size_t)nu);
+    int64_t *upt = malloc(sizeof(int64_t) * (size_t)nu), *ucl = malloc(sizeof(int64_t) * (size_t)nu);
+    if (!cost || !upt || !ucl) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+    int64_t u = 0;
+    for (int i = 0; i < R->n_pt; i++)
+      for (int c = 0; c < R->pt[i].C; c++, u++) {
+        int64_t n = 0;
+        for (int64_t r = 0; r < R->pt[i].n_va; r++) n += R->pt[i].cls[R->pt[i].va[r]] == c;
+        upt[u] = i;
+        ucl[u] = c;
+        cost[u] = (double)n * (double)R->pt[i].X.d * (double)(o->k_per_class > 1 ? o->k_per_class * 10 : 1);
+      }
     double **res = NULL;
     int64_t *lens = NULL;
-    km_arg arg = {.R = R, .spaces = spaces};
-    int rc = rd_run_tasks(ctx, R->n_pt, cost, km_task, &arg, &res, &lens, st);
+    km_arg arg = {.R = R, .spaces = spaces, .unit_pt = upt, .unit_class = ucl};
+    int rc = rd_run_tasks(ctx, nu, cost, km_task, &arg, &res, &lens, st);
     free(cost);
-    if (rc != RD_OK) goto done;
-    /* rank 0 assembles each model's centroids (task order) and broadcasts them */
+    if (rc != RD_OK) {
+      free(upt);
+      free(ucl);
+      goto done;
+    }
+    /* rank 0 assembles each model's centroids (task, class order) and broadcasts them */
     for (int m = 0; m < M; m++) {
       int64_t d = spaces[m].d;
       long long nc = 0;
-      if (ctx->rank == 0) {
-        for (int t = 0; t < T; t++) nc += (long long)res[m * T + t][0];
-        out[m].n_cent = nc;
-      }
+      if (ctx->rank == 0)
+        for (int64_t k = 0; k < nu; k++)
+          if (R->pt[upt[k]].m == m) nc += (long long)res[k][0];
       RD_MPI_CHECK(ctx, MPI_Bcast(&nc, 1, MPI_LONG_LONG, 0, ctx->comm));
       out[m].n_cent = nc;
       out[m].cent = malloc(sizeof(double) * (size_t)(nc * d + 1));
@@ -458,13 +506,13 @@ int probe_kmeans_all(probe_run *R, infer_result *out, rd_status *st) {
       out[m].cent_class = malloc(sizeof(int32_t) * (size_t)(nc + 1));
       if (!out[m].cent || !out[m].cent_task || !out[m].cent_class) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
       if (ctx->rank == 0) {
-        int64_t k = 0;
-        for (int t = 0; t < T; t++) {
-          const double *r = res[m * T + t];
-          for (int64_t j = 0; j < (int64_t)r[0]; j++, k++) {
-            out[m].cent_task[k] = t;
-            out[m].cent_class[k] = (int32_t)r[1 + j * (d + 1)];
-            memcpy(out[m].cent + k * d, r + 2 + j * (d + 1), sizeof(double) * (size_t)d);
+        int64_t j = 0;
+        for (int64_t k = 0; k < nu; k++) {
+          if (R->pt[upt[k]].m != m) continue;
+          for (int64_t q = 0; q < (int64_t)res[k][0]; q++, j++) {
+            out[m].cent_task[j] = R->pt[upt[k]].t;
+            out[m].cent_class[j] = (int32_t)ucl[k];
+            memcpy(out[m].cent + j * d, res[k] + 1 + q * d, sizeof(double) * (size_t)d);
           }
         }
       }
@@ -472,7 +520,9 @@ int probe_kmeans_all(probe_run *R, infer_result *out, rd_status *st) {
       rd_bcast_bytes(ctx, out[m].cent_task, sizeof(int32_t) * (size_t)nc, 0);
       rd_bcast_bytes(ctx, out[m].cent_class, sizeof(int32_t) * (size_t)nc, 0);
     }
-    rd_free_task_results(res, lens, R->n_pt);
+    rd_free_task_results(res, lens, nu);
+    free(upt);
+    free(ucl);
   }
   /* tau from the validation rows' d_min, and the inference rows */
   for (int m = 0; m < M; m++) {
