@@ -7,6 +7,7 @@
 
 extern "C" {
 #include "rmdiag/backend.h"
+#include "rmdiag/probe.h"
 }
 #include "rmdiag/fastmath.h"
 
@@ -102,8 +103,10 @@ static int cuda_cm_pairs(const rd_cm_block *in, rd_cm_pairs *out, char *err, siz
   return 0;
 }
 
+extern "C" const rd_probe_kernels rd_probe_cuda_kernels;  // probe_cuda.cu
+
 static const rd_backend cuda_backend = {
-    RD_BACKEND_ABI, "cuda", cuda_init, cuda_fini, cuda_cm_pairs, NULL, NULL, NULL,
+    RD_BACKEND_ABI, "cuda", cuda_init, cuda_fini, cuda_cm_pairs, NULL, NULL, &rd_probe_cuda_kernels,
 };
 
 extern "C" __attribute__((visibility("default"))) const rd_backend *rmdiag_cuda_backend(void) {
