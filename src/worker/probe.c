@@ -458,7 +458,7 @@ static cJSON *inference_json(const probe_run *R, int m, const infer_result *ir) 
   rd_json_add(j, "tau", rd_json_num(ir->tau));
   if (o->tau_quantile) {
     char rule[128];
-    snprintf(rule, sizeof rule, "quantile %.17g of the validation rows' d_min", o->tau);
+    snprintf(rule, sizeof rule, "quantile %g of the validation rows' d_min", o->tau);
     cJSON_AddStringToObject(j, "tau_rule", rule);
     cJSON_AddNumberToObject(j, "n_validation_rows", (double)ir->n_val_rows);
   } else {
