@@ -74,8 +74,9 @@ void rd_probe_predict(int L, int K, const double *z, int32_t *cls);
 
 /* Σ x_i² over n values in 8 lanes (fixed order). */
 double rd_probe_sumsq(const double *x, int64_t n);
-/* out = out + x (elementwise) */
+/* out = out + x, and out = a + b (elementwise; out may be a) */
 void rd_probe_add(double *out, const double *x, int64_t n);
+void rd_probe_add3(double *out, const double *a, const double *b, int64_t n);
 
 /* One AdamW step (PyTorch semantics) on n parameters at step t (0-based), learning rate lr_t:
  * p *= 1 − lr_t·wd; m = β1 m + (1−β1) g; v = β2 v + (1−β2) g²;

@@ -409,6 +409,11 @@ void rd_probe_add(double *out, const double *x, int64_t n) {
 }
 
 PROBE_CLONES
+void rd_probe_add3(double *out, const double *a, const double *b, int64_t n) {
+  for (int64_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+}
+
+PROBE_CLONES
 void rd_probe_adamw_step(const rd_adamw *a, int64_t t, double lr_t, double gscale, const double *g, double *p,
                          double *m, double *v, int64_t n) {
   double b1 = a->beta1, b2 = a->beta2, eps = a->eps;

@@ -73,19 +73,37 @@ static int tree_eval(int64_t J, tnode node, leaf_fn f, void *arg, double *dst, d
   return RD_OK;
 }
 
-/* Root value from the nodes every rank contributed (identical on every rank). */
+static const double *tree_find(tnode node, const tnode *nodes, const double *vals, int64_t n_nodes, int64_t len) {
+  for (int64_t k = 0; k < n_nodes; k++)
+    if (nodes[k].lo == node.lo && nodes[k].size == node.size) return vals + k * len;
+  return NULL;
+}
+
+/* Root value from the nodes every rank contributed (identical on every rank): a node received is
+ * taken as it is, else left + right (read straight from the received values when they are there). */
 static void tree_root(int64_t J, tnode node, const tnode *nodes, const double *vals, int64_t n_nodes, double *dst,
                       double *scratch, int64_t len) {
-  for (int64_t k = 0; k < n_nodes; k++)
-    if (nodes[k].lo == node.lo && nodes[k].size == node.size) {
-      memcpy(dst, vals + k * len, sizeof(double) * (size_t)len);
-      return;
-    }
+  const double *have = tree_find(node, nodes, vals, n_nodes, len);
+  if (have) {
+    memcpy(dst, have, sizeof(double) * (size_t)len);
+    return;
+  }
   tnode l = {node.lo, node.size / 2}, r = {node.lo + node.size / 2, node.size / 2};
-  tree_root(J, l, nodes, vals, n_nodes, dst, scratch, len);
-  if (r.lo >= J) return;
-  tree_root(J, r, nodes, vals, n_nodes, scratch, scratch + len, len);
-  rd_probe_add(dst, scratch, len);
+  const double *lv = tree_find(l, nodes, vals, n_nodes, len);
+  const double *rv = r.lo < J ? tree_find(r, nodes, vals, n_nodes, len) : NULL;
+  if (!lv) {
+    tree_root(J, l, nodes, vals, n_nodes, dst, scratch, len);
+    lv = dst;
+  }
+  if (r.lo >= J) {
+    if (lv != dst) memcpy(dst, lv, sizeof(double) * (size_t)len);
+    return;
+  }
+  if (!rv) {
+    tree_root(J, r, nodes, vals, n_nodes, scratch, scratch + len, len);
+    rv = scratch;
+  }
+  rd_probe_add3(dst, lv, rv, len);
 }
 
 static int ws_init(tree_ws *w, int64_t J, int64_t len, int gsize) {
