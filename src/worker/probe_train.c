@@ -138,8 +138,9 @@ static void ws_free(tree_ws *w) {
 }
 
 /* Collective over the group: out = Σ over leaves [0, J) by the fixed tree. Each rank evaluates the
- * leaves rd_split_range(J, size, rank). Errors of f are agreed. */
-static int tree_allreduce(const rd_ctx *g, int64_t J, leaf_fn f, void *arg, tree_ws *w, double *out, rd_status *st) {
+ * leaves rd_split_range(J, size, rank). Errors of f are agreed when f may fail (it reads rows). */
+static int tree_allreduce(const rd_ctx *g, int64_t J, leaf_fn f, void *arg, int may_fail, tree_ws *w, double *out,
+                          rd_status *st) {
   tnode root = {0, pow2_ceil(J)};
   if (g->size == 1) {
     tree_eval(J, root, f, arg, out, w->scratch, w->len, st);
@@ -161,7 +162,7 @@ static int tree_allreduce(const rd_ctx *g, int64_t J, leaf_fn f, void *arg, tree
   }
   for (int64_t k = 0; k < mine && st->code == RD_OK; k++)
     tree_eval(J, my[k], f, arg, w->send + k * w->len, w->scratch, w->len, st);
-  if (rd_agree(g, st) != RD_OK) return st->code;
+  if (may_fail && rd_agree(g, st) != RD_OK) return st->code;
   RD_MPI_CHECK(g, MPI_Allgatherv(w->send, w->counts[g->rank], MPI_DOUBLE, w->recv, w->counts, w->displs, MPI_DOUBLE,
                                  g->comm));
   tree_root(J, root, w->nodes, w->recv, total, out, w->scratch, w->len);
@@ -339,7 +340,8 @@ static int mrm_leaf(void *arg, int64_t u, double *dst, int accumulate, rd_status
   int64_t at = s->first + (lo - a0);
   rd_probe_block blk = {.rows = s->rows->ptr + at, .n = hi - lo, .y = s->rows->y + at, .scale = 1.0 / (double)s->b};
   (void)st;
-  rd_probe_block_grad_cpu(s->h, &blk, 0, accumulate, dst, NULL);
+  if (rd_probe_block_grad_cpu(s->h, &blk, 0, accumulate, dst, NULL) < 0)
+    rd_abort(s->R->ctx, __FILE__, __LINE__, "out of memory in the gradient kernel");
   return RD_OK;
 }
 
@@ -422,7 +424,7 @@ static int train_mrmbench(probe_run *R, const rd_ctx *g, ptask *p, int64_t seed,
         rd_fail(st, RD_EFAIL, "%s backend: probe gradient kernel failed: %s", R->ctx->backend->name, err);
       ms.leafbuf = leafbuf;
     }
-    if (tree_allreduce(g, U, mrm_leaf, &ms, &ws, G, st) != RD_OK) break;
+    if (tree_allreduce(g, U, mrm_leaf, &ms, gk != NULL, &ws, G, st) != RD_OK) break;
     double cosf = 0.5 * (1.0 + cos(M_PI * (double)t / (double)Td));
     for (int l = 0; l < L; l++) {
       double *gl = G + l * K * d;
@@ -502,7 +504,8 @@ static int lb_leaf(void *arg, int64_t leaf, double *dst, int accumulate, rd_stat
   int64_t d = s->p->X.d, n = hi - lo;
   if (s->what == 0) {
     rd_probe_block blk = {.rows = s->rows->ptr + lo, .n = n, .y = s->rows->y + lo, .scale = 1.0 / (double)s->p->n_tr};
-    rd_probe_block_grad_cpu(s->h, &blk, 1, accumulate, dst, NULL);
+    if (rd_probe_block_grad_cpu(s->h, &blk, 1, accumulate, dst, NULL) < 0)
+      return rd_fail(st, RD_EFAIL, "out of memory in the gradient kernel");
     return RD_OK;
   }
   /* column sums over the leaf's rows in order */
@@ -563,7 +566,7 @@ static int lb_eval(lb_problem *P, const double *theta, double *f, double *grad, 
     P->braw[k] = theta[nW + k] - shift;
   }
   P->s->what = 0;
-  RD_TRY(tree_allreduce(P->g, P->J, lb_leaf, P->s, P->ws, P->vec, st));
+  RD_TRY(tree_allreduce(P->g, P->J, lb_leaf, P->s, 1, P->ws, P->vec, st));
   P->evals++;
   const double *G = P->vec, *gb = P->vec + nW;
   double loss = P->vec[nW + K];
@@ -688,11 +691,11 @@ static int train_lbfgs(probe_run *R, const rd_ctx *g, ptask *p, double l2, grid_
     tree_ws ws1;
     if (ws_init(&ws1, J, d, g->size) != 0) rd_abort(g, __FILE__, __LINE__, "out of memory for the tree");
     s.what = 1;
-    if (tree_allreduce(g, J, lb_leaf, &s, &ws1, mu, st) == RD_OK) {
+    if (tree_allreduce(g, J, lb_leaf, &s, 1, &ws1, mu, st) == RD_OK) {
       for (int64_t j = 0; j < d; j++) mu[j] /= (double)n_tr;
       s.what = 2;
       s.mean = mu;
-      if (tree_allreduce(g, J, lb_leaf, &s, &ws1, sdv, st) == RD_OK)
+      if (tree_allreduce(g, J, lb_leaf, &s, 1, &ws1, sdv, st) == RD_OK)
         for (int64_t j = 0; j < d; j++) {
           double v = sqrt(sdv[j] / (double)n_tr);
           sdv[j] = v > 0.0 ? v : 1.0;
