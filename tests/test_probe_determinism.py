@@ -1,7 +1,8 @@
 """Bit-for-bit determinism of the probe report: the `result` JSON and the output HDF5 bytes (trained
 weights included) are identical for a plain process and 1, 2, 3 and 4 ranks (oversubscribed), in
 every arrangement the scheduler makes: configurations spread over groups of one rank, one
-configuration trained data-parallel by a group of several ranks, L-BFGS with a fixed tree over
+configuration trained data-parallel by a group of several ranks, its learning-rate grid split over
+two groups (10 ranks), L-BFGS with a fixed tree over
 row blocks, several reward models, k-means with each distance, features streamed in segments under
 a small memory budget (same bytes as in memory), float16 and chunked + compressed inputs, a feature
 count that is not a multiple of 8 and row counts that are not multiples of the batch."""
@@ -74,6 +75,15 @@ for j in jobs:
         a, b = outs[ranks, j["name"]], outs[0, j["name"]]
         check(a[0] == b[0], f"{j['name']}: result with {ranks} ranks identical to the plain process")
         check(a[1] == b[1], f"{j['name']}: output HDF5 bytes with {ranks} ranks identical to the plain process")
+
+# 10 ranks: more ranks than one configuration can use (8 units per batch), so the learning-rate
+# grid of "dp" is cut into chunks trained by two groups of 5 ranks: still the same bytes
+jp = write_job(os.path.join(d, "job10.json"), [jobs[1]], output_dir="out10", seed=9)
+code, _, err = run(["run", jp, "--quiet"], ranks=10, env={"OMPI_MCA_mpi_yield_when_idle": "1"})
+check(code == 0, f"10 ranks: exit {code} ({err})")
+rep = load_report(os.path.join(d, "out10", "dp.json"))
+with open(os.path.join(d, "out10", "dp.h5"), "rb") as f:
+    check((json.dumps(rep["result"], sort_keys=True), f.read()) == outs[0, "dp"], "dp: 10 ranks (grid split over groups) identical")
 
 # the memory budget changes how rows are read, not the bytes: the same jobs with the whole rows in
 # memory (mapped) and without mapping (read in pieces, RMDIAG_NO_MMAP=1)
