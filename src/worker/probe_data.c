@@ -52,8 +52,10 @@ static int feat_info(hid_t f, const char *file, const char *path, feat_src *X, r
     return rd_fail(st, RD_EINPUT, "%s: %s has %lld features per row (at most 16777216 supported)", file, path,
                    (long long)X->d);
   if (X->etype == FEAT_F32) {
-    /* mappable only when stored little-endian IEEE binary32, contiguous, unfiltered */
+    /* mappable only when stored little-endian IEEE binary32, contiguous, unfiltered, and at a file
+     * offset that keeps the floats aligned (HDF5 may place data at any byte; such data is read) */
     rd_h5_contig_offset(f, &info, H5T_NATIVE_FLOAT, &X->map_offset);
+    if (X->map_offset % (int64_t)sizeof(float) != 0) X->map_offset = -1;
   }
   return RD_OK;
 }
