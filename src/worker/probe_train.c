@@ -195,13 +195,13 @@ static const rd_probe_kernels *gpu_kernels(const probe_run *R) {
   return (k && k->rows_upload && k->block_grads && k->rows_free) ? k : NULL;
 }
 
-/* Loads rows[lo, hi) of the rowset's row list: pointers into the mapping, or read into buf (a
- * backend with kernels always gets its own copy, uploaded). */
-static int rowset_load(probe_run *R, feat_src *X, rowset *s, int64_t lo, int64_t hi, rd_status *st) {
+/* Loads rows[lo, hi) of the rowset's row list: pointers into the mapping, or read into buf; with
+ * `upload` (a backend with kernels) a copy goes to the device. */
+static int rowset_load(probe_run *R, feat_src *X, rowset *s, int64_t lo, int64_t hi, int upload, rd_status *st) {
   int64_t n = hi - lo, d = X->d;
-  const rd_probe_kernels *gk = gpu_kernels(R);
+  const rd_probe_kernels *gk = upload ? gpu_kernels(R) : NULL;
   if (s->dev) {
-    gk->rows_free(s->dev);
+    gpu_kernels(R)->rows_free(s->dev);
     s->dev = NULL;
   }
   if (n <= 0) return RD_OK;
@@ -402,7 +402,7 @@ static int train_mrmbench(probe_run *R, const rd_ctx *g, ptask *p, int64_t seed,
     if (t == seg_t1) {
       seg_t0 = t;
       seg_t1 = t + per_seg < Td ? t + per_seg : Td;
-      rowset_load(R, &p->X, &rows, boff[seg_t0], boff[seg_t1], st);
+      rowset_load(R, &p->X, &rows, boff[seg_t0], boff[seg_t1], 1, st);
       if (rd_agree(g, st) != RD_OK) break;
       ms.seg_lo = boff[seg_t0];
     }
@@ -493,7 +493,7 @@ static int lb_ensure(lb_state *s, int64_t lo, int64_t hi, rd_status *st) {
   if (end > s->rows->n) end = s->rows->n;
   s->seg_lo = lo;
   s->seg_hi = end;
-  return rowset_load(s->R, &s->p->X, s->rows, lo, end, st);
+  return rowset_load(s->R, &s->p->X, s->rows, lo, end, 0, st);
 }
 
 static int lb_leaf(void *arg, int64_t leaf, double *dst, int accumulate, rd_status *st) {
@@ -672,7 +672,7 @@ static int train_lbfgs(probe_run *R, const rd_ctx *g, ptask *p, double l2, grid_
   double rho[LB_MEMORY], alpha[LB_MEMORY];
   rd_probe_heads h = {.d = d, .L = 1, .K = (int)K, .W = Wraw, .b = braw};
   lb_state s = {.R = R, .p = p, .rows = &rows, .first = first, .seg_lo = 0, .seg_hi = 0, .h = &h, .tmp = tmp};
-  s.cap = (feat_mapped(R, &p->X) && !gpu_kernels(R)) ? INT64_MAX : budget_rows(R, d, LB_LEAF);
+  s.cap = feat_mapped(R, &p->X) ? INT64_MAX : budget_rows(R, d, LB_LEAF);
   if (s.cap >= rows.n) {
     s.cap = rows.n;
     lb_ensure(&s, 0, rows.n, st);
