@@ -23,5 +23,6 @@ int rd_import_cm_csv(int argc, char **argv, const char *out_path, FILE *log, rd_
 int rd_import_rewardbench(int argc, char **argv, const char *out_path, FILE *log, rd_status *st);
 int rd_import_rewardbench2(int argc, char **argv, const char *out_path, FILE *log, rd_status *st);
 int rd_import_numleak(int argc, char **argv, const char *out_path, FILE *log, rd_status *st);
+int rd_import_features(int argc, char **argv, const char *out_path, FILE *log, rd_status *st);
 
 #endif

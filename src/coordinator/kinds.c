@@ -6,11 +6,13 @@
 extern const rd_kind rd_kind_cm;
 extern const rd_kind rd_kind_benchmark;
 extern const rd_kind rd_kind_leakage;
+extern const rd_kind rd_kind_probe;
 
 static const rd_kind *const registry[] = {
     &rd_kind_cm,
     &rd_kind_benchmark,
     &rd_kind_leakage,
+    &rd_kind_probe,
     NULL,
 };
 

@@ -1,4 +1,5 @@
 /* rmdiag's entry point: everything else lives in the library (see include/rmdiag/rmdiag.h). */
+#include <cblas.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +17,18 @@ static void singleton_defaults(void) {
   setenv("OMPI_MCA_pml", "ob1", 0);
 }
 
+/* One BLAS thread per rank: rmdiag's parallelism is its ranks, and BLAS results may depend on the
+ * thread count. OpenBLAS (pthreads build) starts its worker threads when it is loaded, and an idle
+ * worker spins for about 0.1 s of CPU before it sleeps, which a job started on every core pays;
+ * shutting the pool down stops that (BLAS calls then run in the calling thread). */
+extern int blas_thread_shutdown_(void) __attribute__((weak));
+static void blas_one_thread(void) {
+  openblas_set_num_threads(1);
+  if (blas_thread_shutdown_) blas_thread_shutdown_();
+}
+
 int main(int argc, char **argv) {
+  blas_one_thread();
   singleton_defaults();
   MPI_Init(&argc, &argv);
   int code = rmdiag_main(argc, argv, MPI_COMM_WORLD, stdout, stderr);

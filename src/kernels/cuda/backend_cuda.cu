@@ -9,6 +9,7 @@ extern "C" {
 #include "rmdiag/backend.h"
 #include "rmdiag/bench.h"
 extern const struct rd_bench_kernels rd_bench_kernels_cuda;  // bench_cuda.cu
+#include "rmdiag/probe.h"
 }
 #include "rmdiag/fastmath.h"
 
@@ -119,9 +120,11 @@ cleanup:
 
 // The kinds' kernel tables, each in its own file beside this one.
 extern "C" const struct rd_leak_kernels rd_leak_kernels_cuda;
+extern "C" const rd_probe_kernels rd_probe_cuda_kernels;  // probe_cuda.cu
 
 static const rd_backend cuda_backend = {
-    RD_BACKEND_ABI, "cuda", cuda_init, cuda_fini, cuda_cm_pairs, &rd_bench_kernels_cuda, &rd_leak_kernels_cuda, NULL,
+    RD_BACKEND_ABI, "cuda", cuda_init, cuda_fini, cuda_cm_pairs, &rd_bench_kernels_cuda, &rd_leak_kernels_cuda,
+    &rd_probe_cuda_kernels,
 };
 
 extern "C" __attribute__((visibility("default"))) const rd_backend *rmdiag_cuda_backend(void) {

@@ -1,0 +1,537 @@
+/* CPU reference kernels of the probe report (see probe.h). The hot loops use 8-lane vectors of
+ * doubles (GCC vector extensions) with separate multiply and add, so the AVX-512, AVX2 and SSE2
+ * builds (target clones) and a scalar loop all give the same bits; lanes are combined in a fixed
+ * pairwise order. */
+#include "rmdiag/probe.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rmdiag/fastmath.h"
+
+/* Built with -fno-math-errno (CMakeLists.txt): sqrt() never sees a negative argument here, and
+ * without errno the AdamW loop uses vector square roots (correctly rounded, like scalar ones). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define PROBE_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define PROBE_CLONES
+#endif
+#define INLINE static inline __attribute__((always_inline))
+
+/* The 8-lane helpers below are always inlined into their callers (each compiled for its target),
+ * so no vector value ever crosses a call boundary: the ABI note GCC gives for them does not apply. */
+#pragma GCC diagnostic ignored "-Wpsabi"
+typedef double v8d __attribute__((vector_size(64)));
+typedef float v8f __attribute__((vector_size(32)));
+
+INLINE v8d ld8d(const double *p) {
+  v8d v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+INLINE v8d ld8f(const float *p) {
+  v8f f;
+  memcpy(&f, p, sizeof f);
+  return __builtin_convertvector(f, v8d);
+}
+INLINE void st8d(double *p, v8d v) { memcpy(p, &v, sizeof v); }
+INLINE double lanes_sum(v8d v) { return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7])); }
+
+/* ---- the explicit-SIMD kernels (probe_simd.h), one version per instruction set ------------------ */
+
+/* plain C: eight lanes in an array, fma() from libm (exactly rounded, as the hardware's) */
+typedef struct v8s {
+  double v[8];
+} v8s;
+INLINE v8s s8_zero(void) { return (v8s){{0, 0, 0, 0, 0, 0, 0, 0}}; }
+INLINE v8s s8_ldd(const double *p) {
+  v8s r;
+  memcpy(r.v, p, sizeof r.v);
+  return r;
+}
+INLINE v8s s8_ldf(const float *p) {
+  v8s r;
+  for (int l = 0; l < 8; l++) r.v[l] = (double)p[l];
+  return r;
+}
+INLINE v8s s8_set1(double x) { return (v8s){{x, x, x, x, x, x, x, x}}; }
+INLINE v8s s8_fma(v8s a, v8s b, v8s c) {
+  v8s r;
+  for (int l = 0; l < 8; l++) r.v[l] = fma(a.v[l], b.v[l], c.v[l]);
+  return r;
+}
+INLINE v8s s8_add(v8s a, v8s b) {
+  v8s r;
+  for (int l = 0; l < 8; l++) r.v[l] = a.v[l] + b.v[l];
+  return r;
+}
+INLINE v8s s8_sub(v8s a, v8s b) {
+  v8s r;
+  for (int l = 0; l < 8; l++) r.v[l] = a.v[l] - b.v[l];
+  return r;
+}
+INLINE void s8_st(double *p, v8s v) { memcpy(p, v.v, sizeof v.v); }
+#define V8 v8s
+#define V8_ISA scalar
+#define V8_ZERO s8_zero
+#define V8_LDD s8_ldd
+#define V8_LDF s8_ldf
+#define V8_SET1 s8_set1
+#define V8_FMA s8_fma
+#define V8_ADD s8_add
+#define V8_SUB s8_sub
+#define V8_ST s8_st
+#define V8_ACC 4
+#define V8_DOT_OUT 2
+#include "probe_simd.h"
+#undef V8
+#undef V8_ISA
+#undef V8_ZERO
+#undef V8_LDD
+#undef V8_LDF
+#undef V8_SET1
+#undef V8_FMA
+#undef V8_ADD
+#undef V8_SUB
+#undef V8_ST
+#undef V8_ACC
+#undef V8_DOT_OUT
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* AVX2 + FMA: a pair of 4-lane registers */
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+typedef struct v8y {
+  __m256d lo, hi;
+} v8y;
+INLINE v8y y8_zero(void) { return (v8y){_mm256_setzero_pd(), _mm256_setzero_pd()}; }
+INLINE v8y y8_ldd(const double *p) { return (v8y){_mm256_loadu_pd(p), _mm256_loadu_pd(p + 4)}; }
+INLINE v8y y8_ldf(const float *p) {
+  __m256 f = _mm256_loadu_ps(p);
+  return (v8y){_mm256_cvtps_pd(_mm256_castps256_ps128(f)), _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1))};
+}
+INLINE v8y y8_set1(double x) { return (v8y){_mm256_set1_pd(x), _mm256_set1_pd(x)}; }
+INLINE v8y y8_fma(v8y a, v8y b, v8y c) { return (v8y){_mm256_fmadd_pd(a.lo, b.lo, c.lo), _mm256_fmadd_pd(a.hi, b.hi, c.hi)}; }
+INLINE v8y y8_add(v8y a, v8y b) { return (v8y){_mm256_add_pd(a.lo, b.lo), _mm256_add_pd(a.hi, b.hi)}; }
+INLINE v8y y8_sub(v8y a, v8y b) { return (v8y){_mm256_sub_pd(a.lo, b.lo), _mm256_sub_pd(a.hi, b.hi)}; }
+INLINE void y8_st(double *p, v8y v) {
+  _mm256_storeu_pd(p, v.lo);
+  _mm256_storeu_pd(p + 4, v.hi);
+}
+#define V8 v8y
+#define V8_ISA avx2
+#define V8_ZERO y8_zero
+#define V8_LDD y8_ldd
+#define V8_LDF y8_ldf
+#define V8_SET1 y8_set1
+#define V8_FMA y8_fma
+#define V8_ADD y8_add
+#define V8_SUB y8_sub
+#define V8_ST y8_st
+#define V8_ACC 6
+#define V8_DOT_OUT 2
+#include "probe_simd.h"
+#undef V8
+#undef V8_ISA
+#undef V8_ZERO
+#undef V8_LDD
+#undef V8_LDF
+#undef V8_SET1
+#undef V8_FMA
+#undef V8_ADD
+#undef V8_SUB
+#undef V8_ST
+#undef V8_ACC
+#undef V8_DOT_OUT
+#pragma GCC pop_options
+
+/* AVX-512: one register */
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512dq,avx2,fma")
+#define V8 __m512d
+#define V8_ISA avx512
+#define V8_ZERO _mm512_setzero_pd
+#define V8_LDD _mm512_loadu_pd
+#define V8_LDF(p) _mm512_cvtps_pd(_mm256_loadu_ps(p))
+#define V8_SET1 _mm512_set1_pd
+#define V8_FMA _mm512_fmadd_pd
+#define V8_ADD _mm512_add_pd
+#define V8_SUB _mm512_sub_pd
+#define V8_ST _mm512_storeu_pd
+#define V8_ACC 24
+#define V8_DOT_OUT 6
+#include "probe_simd.h"
+#undef V8
+#undef V8_ISA
+#undef V8_ZERO
+#undef V8_LDD
+#undef V8_LDF
+#undef V8_SET1
+#undef V8_FMA
+#undef V8_ADD
+#undef V8_SUB
+#undef V8_ST
+#undef V8_ACC
+#undef V8_DOT_OUT
+#pragma GCC pop_options
+#define PROBE_HAVE_X86 1
+#endif
+
+typedef void (*dot_rows_fn)(const float *const *, int64_t, int64_t, const double *, int, double *, int64_t);
+typedef void (*bwd_rows_fn)(const float *const *, int64_t, int64_t, const double *, int, double *, int);
+typedef void (*sqdist_fn)(const float *const *, int64_t, int64_t, const double *, int64_t, double *);
+
+static struct {
+  int chosen;
+  const char *name;
+  dot_rows_fn dot;
+  bwd_rows_fn bwd;
+  sqdist_fn sqdist;
+} simd;
+
+/* The instruction set of the hot loops: the best the CPU has, or RMDIAG_PROBE_SIMD = avx512 | avx2
+ * | scalar (tests compare them; all give the same bits). */
+static void simd_choose(void) {
+  if (simd.chosen) return;
+  const char *want = getenv("RMDIAG_PROBE_SIMD");
+  simd.name = "scalar";
+  simd.dot = dot_rows_scalar;
+  simd.bwd = bwd_rows_scalar;
+  simd.sqdist = sqdist_rows_scalar;
+#ifdef PROBE_HAVE_X86
+  __builtin_cpu_init();
+  int has512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+  int has2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (has512 && (!want || strcmp(want, "avx512") == 0)) {
+    simd.name = "avx512";
+    simd.dot = dot_rows_avx512;
+    simd.bwd = bwd_rows_avx512;
+    simd.sqdist = sqdist_rows_avx512;
+  } else if (has2 && (!want || strcmp(want, "avx2") == 0 || strcmp(want, "avx512") == 0)) {
+    simd.name = "avx2";
+    simd.dot = dot_rows_avx2;
+    simd.bwd = bwd_rows_avx2;
+    simd.sqdist = sqdist_rows_avx2;
+  }
+#endif
+  simd.chosen = 1;
+}
+
+const char *rd_probe_simd(void) {
+  simd_choose();
+  return simd.name;
+}
+
+int rd_probe_simd_set(const char *name) {
+  simd.chosen = 0;
+  const char *old = getenv("RMDIAG_PROBE_SIMD");
+  char *keep = old ? strdup(old) : NULL;
+  setenv("RMDIAG_PROBE_SIMD", name, 1);
+  simd_choose();
+  if (keep) {
+    setenv("RMDIAG_PROBE_SIMD", keep, 1);
+    free(keep);
+  } else {
+    unsetenv("RMDIAG_PROBE_SIMD");
+  }
+  return strcmp(simd.name, name) == 0 ? 0 : -1;
+}
+
+static void logits_impl(const rd_probe_heads *h, const float *const *rows, int64_t n, double *z) {
+  int O = h->L * h->K;
+  simd_choose();
+  simd.dot(rows, n, h->d, h->W, O, z, O);
+  if (h->b)
+    for (int64_t i = 0; i < n; i++)
+      for (int o = 0; o < O; o++) z[i * O + o] += h->b[o];
+}
+
+void rd_probe_logits_cpu(const rd_probe_heads *h, const float *const *rows, int64_t n, double *z) {
+  if (n > 0) logits_impl(h, rows, n, z);
+}
+
+/* ---- losses --------------------------------------------------------------------------------------- */
+
+void rd_probe_residuals(int L, int K, const double *z, int32_t y, double *r, double *loss) {
+  for (int l = 0; l < L; l++) {
+    const double *zl = z + (int64_t)l * K;
+    double *rl = r + (int64_t)l * K;
+    if (K == 1) {
+      /* binary cross-entropy with logits: p = σ(z), loss = max(z, 0) − y z + log(1 + e^−|z|) */
+      double t = y ? 1.0 : 0.0, x = zl[0];
+      rl[0] = rd_sigmoid_fast(x) - t;
+      if (loss) loss[l] += (x > 0 ? x : 0.0) - t * x + log1p(rd_exp_nonpos(-fabs(x)));
+    } else {
+      double m = zl[0];
+      for (int k = 1; k < K; k++)
+        if (zl[k] > m) m = zl[k];
+      double s = 0.0;
+      for (int k = 0; k < K; k++) {
+        rl[k] = rd_exp_nonpos(zl[k] - m);
+        s += rl[k];
+      }
+      for (int k = 0; k < K; k++) rl[k] = rl[k] / s - (k == y ? 1.0 : 0.0);
+      if (loss) loss[l] += (log(s) + m) - zl[y];
+    }
+  }
+}
+
+void rd_probe_predict(int L, int K, const double *z, int32_t *cls) {
+  for (int l = 0; l < L; l++) {
+    const double *zl = z + (int64_t)l * K;
+    if (K == 1) {
+      cls[l] = zl[0] > 0.0;
+    } else {
+      int best = 0;
+      for (int k = 1; k < K; k++)
+        if (zl[k] > zl[best]) best = k;
+      cls[l] = best;
+    }
+  }
+}
+
+/* ---- block gradient ------------------------------------------------------------------------------- */
+
+/* G[o, j] (+)= Σ_i r[i*O + o] x_ij for outputs [o0, o0 + OC), rows in order. */
+#define DEF_BWD(OC)                                                                                      \
+  INLINE void bwd_##OC(const float *const *x, int64_t n, int64_t d, const double *r, int O, int o0,       \
+                       double *G, int accumulate) {                                                     \
+    int64_t d8 = d & ~(int64_t)7;                                                                       \
+    for (int64_t j = 0; j < d8; j += 8) {                                                               \
+      v8d acc[OC];                                                                                      \
+      for (int o = 0; o < OC; o++) acc[o] = (v8d){0, 0, 0, 0, 0, 0, 0, 0};                              \
+      for (int64_t i = 0; i < n; i++) {                                                                 \
+        v8d xv = ld8f(x[i] + j);                                                                        \
+        const double *ri = r + i * O + o0;                                                              \
+        for (int o = 0; o < OC; o++) acc[o] += ri[o] * xv;                                              \
+      }                                                                                                 \
+      for (int o = 0; o < OC; o++) {                                                                    \
+        double *g = G + (int64_t)(o0 + o) * d + j;                                                      \
+        st8d(g, accumulate ? ld8d(g) + acc[o] : acc[o]);                                                \
+      }                                                                                                 \
+    }                                                                                                   \
+    for (int64_t j = d8; j < d; j++)                                                                    \
+      for (int o = 0; o < OC; o++) {                                                                    \
+        double s = 0.0;                                                                                 \
+        for (int64_t i = 0; i < n; i++) s += r[i * O + o0 + o] * (double)x[i][j];                       \
+        double *g = G + (int64_t)(o0 + o) * d + j;                                                      \
+        *g = accumulate ? *g + s : s;                                                                   \
+      }                                                                                                 \
+  }
+DEF_BWD(1)
+DEF_BWD(2)
+DEF_BWD(3)
+DEF_BWD(4)
+DEF_BWD(5)
+DEF_BWD(6)
+
+/* Rows per pass: logits and residuals of a pass are formed first, then its gradient. Passes are
+ * combined in order (out + pass), so the sum over rows is that of the fixed chunking. */
+#define GRAD_CHUNK RD_PROBE_CHUNK
+
+static int64_t block_grad_impl(const rd_probe_heads *h, const rd_probe_block *blk, int with_loss, int accumulate,
+                               double *out, int64_t *bad) {
+  int L = h->L, K = h->K, O = L * K;
+  int64_t d = h->d, n = blk->n, nbad = 0;
+  /* logits, residuals and per-head losses of one pass: on the stack for up to 32 outputs */
+  double stack[GRAD_CHUNK * 32 * 2 + 32];
+  double *heap = NULL, *z = stack;
+  if (O > 32) {
+    heap = malloc(sizeof(double) * (size_t)(GRAD_CHUNK * O * 2 + L));
+    if (!heap) return -1;
+    z = heap;
+  }
+  double *r = z + GRAD_CHUNK * O, *lsum = r + GRAD_CHUNK * O;
+  double *G = out, *gb = h->b ? out + (int64_t)O * d : NULL;
+  double *loss = with_loss ? out + (int64_t)O * d + (h->b ? O : 0) : NULL;
+  simd_choose();
+  for (int64_t c0 = 0; c0 < n || (c0 == 0 && n == 0); c0 += GRAD_CHUNK) {
+    int64_t cn = n - c0 < GRAD_CHUNK ? n - c0 : GRAD_CHUNK;
+    int acc = accumulate || c0 > 0;
+    const float *const *x = blk->rows + c0;
+    if (cn > 0) simd.dot(x, cn, d, h->W, O, z, O);
+    for (int l = 0; l < L; l++) lsum[l] = 0.0;
+    for (int64_t i = 0; i < cn; i++) {
+      double *zi = z + i * O, *ri = r + i * O;
+      int finite = 1;
+      for (int o = 0; o < O; o++) {
+        if (h->b) zi[o] += h->b[o];
+        finite &= isfinite(zi[o]);
+      }
+      if (!finite) {
+        if (bad) bad[nbad] = c0 + i;
+        nbad++;
+      }
+      rd_probe_residuals(L, K, zi, blk->y[c0 + i], ri, with_loss ? lsum : NULL);
+      for (int o = 0; o < O; o++) ri[o] *= blk->scale;
+    }
+    simd.bwd(x, cn, d, r, O, G, acc);
+    if (gb)
+      for (int o = 0; o < O; o++) {
+        double s = 0.0;
+        for (int64_t i = 0; i < cn; i++) s += r[i * O + o];
+        gb[o] = acc ? gb[o] + s : s;
+      }
+    if (loss)
+      for (int l = 0; l < L; l++) loss[l] = acc ? loss[l] + lsum[l] * blk->scale : lsum[l] * blk->scale;
+    if (n == 0) break;
+  }
+  free(heap);
+  return nbad;
+}
+
+int64_t rd_probe_block_grad_cpu(const rd_probe_heads *h, const rd_probe_block *blk, int with_loss, int accumulate,
+                                double *out, int64_t *bad) {
+  return block_grad_impl(h, blk, with_loss, accumulate, out, bad);
+}
+
+/* ---- small vector kernels ----------------------------------------------------------------------------- */
+
+PROBE_CLONES
+double rd_probe_sumsq(const double *x, int64_t n) {
+  v8d acc = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t n8 = n & ~(int64_t)7;
+  for (int64_t i = 0; i < n8; i += 8) {
+    v8d v = ld8d(x + i);
+    acc += v * v;
+  }
+  double s = lanes_sum(acc);
+  for (int64_t i = n8; i < n; i++) s += x[i] * x[i];
+  return s;
+}
+
+PROBE_CLONES
+void rd_probe_add(double *out, const double *x, int64_t n) {
+  for (int64_t i = 0; i < n; i++) out[i] = out[i] + x[i];
+}
+
+PROBE_CLONES
+void rd_probe_add3(double *out, const double *a, const double *b, int64_t n) {
+  for (int64_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+}
+
+PROBE_CLONES
+void rd_probe_adamw_step(const rd_adamw *a, int64_t t, double lr_t, double gscale, const double *g, double *p,
+                         double *m, double *v, int64_t n) {
+  double b1 = a->beta1, b2 = a->beta2, eps = a->eps;
+  double decay = 1.0 - lr_t * a->wd;
+  double bc1 = 1.0 - pow(b1, (double)(t + 1)), bc2 = 1.0 - pow(b2, (double)(t + 1));
+  /* sqrt(v̂) = sqrt(v) / sqrt(1 − β2^t), taken as sqrt(v) · (1 / sqrt(1 − β2^t)): one division per
+   * parameter instead of two */
+  double step = lr_t / bc1, rsbc2 = 1.0 / sqrt(bc2);
+  for (int64_t i = 0; i < n; i++) {
+    double gi = g[i] * gscale;
+    double pi = p[i] * decay;
+    double mi = b1 * m[i] + (1.0 - b1) * gi;
+    double vi = b2 * v[i] + (1.0 - b2) * (gi * gi);
+    m[i] = mi;
+    v[i] = vi;
+    p[i] = pi - step * (mi / (sqrt(vi) * rsbc2 + eps));
+  }
+}
+
+/* ---- distances ------------------------------------------------------------------------------------------ */
+
+void rd_probe_sqdist_cpu(const float *const *rows, int64_t n, int64_t d, const double *C, int64_t c, double *D) {
+  simd_choose();
+  if (n > 0 && c > 0) simd.sqdist(rows, n, d, C, c, D);
+}
+
+PROBE_CLONES
+static void sqdist_f64_impl(const double *X, int64_t n, int64_t d, const double *C, int64_t c, double *D) {
+  int64_t d8 = d & ~(int64_t)7;
+  for (int64_t i = 0; i < n; i++) {
+    const double *x = X + i * d;
+    for (int64_t k = 0; k < c; k++) {
+      const double *ck = C + k * d;
+      v8d acc = {0, 0, 0, 0, 0, 0, 0, 0};
+      for (int64_t j = 0; j < d8; j += 8) {
+        v8d t = ld8d(x + j) - ld8d(ck + j);
+        acc += t * t;
+      }
+      double s = lanes_sum(acc);
+      for (int64_t j = d8; j < d; j++) {
+        double t = x[j] - ck[j];
+        s += t * t;
+      }
+      D[i * c + k] = s;
+    }
+  }
+}
+
+void rd_probe_sqdist_f64(const double *X, int64_t n, int64_t d, const double *C, int64_t c, double *D) {
+  if (n > 0 && c > 0) sqdist_f64_impl(X, n, d, C, c, D);
+}
+
+PROBE_CLONES
+static void dot_f64_impl(const double *X, int64_t n, int64_t d, const double *C, int64_t c, double *D) {
+  int64_t d8 = d & ~(int64_t)7;
+  for (int64_t i = 0; i < n; i++) {
+    const double *x = X + i * d;
+    for (int64_t k = 0; k < c; k++) {
+      const double *ck = C + k * d;
+      v8d acc = {0, 0, 0, 0, 0, 0, 0, 0};
+      for (int64_t j = 0; j < d8; j += 8) acc += ld8d(x + j) * ld8d(ck + j);
+      double s = lanes_sum(acc);
+      for (int64_t j = d8; j < d; j++) s += x[j] * ck[j];
+      D[i * c + k] = s;
+    }
+  }
+}
+
+void rd_probe_dot_f64(const double *X, int64_t n, int64_t d, const double *C, int64_t c, double *D) {
+  if (n > 0 && c > 0) dot_f64_impl(X, n, d, C, c, D);
+}
+
+PROBE_CLONES
+static void lsolve_impl(const double *L, int64_t d, const float *const *rows, int64_t n, double *Y) {
+  for (int64_t i = 0; i < n; i++) {
+    const float *x = rows[i];
+    double *y = Y + i * d;
+    for (int64_t j = 0; j < d; j++) {
+      const double *lj = L + j * d;
+      int64_t j8 = j & ~(int64_t)7;
+      v8d acc = {0, 0, 0, 0, 0, 0, 0, 0};
+      for (int64_t k = 0; k < j8; k += 8) acc += ld8d(lj + k) * ld8d(y + k);
+      double s = lanes_sum(acc);
+      for (int64_t k = j8; k < j; k++) s += lj[k] * y[k];
+      y[j] = ((double)x[j] - s) / lj[j];
+    }
+  }
+}
+
+void rd_probe_lsolve(const double *L, int64_t d, const float *const *rows, int64_t n, double *Y) {
+  if (n > 0) lsolve_impl(L, d, rows, n, Y);
+}
+
+/* ---- half precision ---------------------------------------------------------------------------------------- */
+
+float rd_half_to_float(uint16_t h) {
+  uint32_t sign = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 0x1Fu, f = h & 0x3FFu, bits;
+  if (e == 0) {
+    if (f == 0) {
+      bits = sign;
+    } else { /* subnormal: f · 2^-24, exact in binary32 */
+      float v = (float)f * 0x1p-24f;
+      memcpy(&bits, &v, sizeof bits);
+      bits |= sign;
+    }
+  } else if (e == 31) {
+    bits = sign | 0x7F800000u | (f << 13);
+  } else {
+    bits = sign | ((e - 15 + 127) << 23) | (f << 13);
+  }
+  float out;
+  memcpy(&out, &bits, sizeof out);
+  return out;
+}
+
+float rd_bf16_to_float(uint16_t h) {
+  uint32_t bits = (uint32_t)h << 16;
+  float out;
+  memcpy(&out, &bits, sizeof out);
+  return out;
+}

@@ -1,0 +1,204 @@
+/* The probe's hot loops, written once over an 8-lane vector of doubles and compiled once per
+ * instruction set (probe_cpu.c includes this file with the V8_* operations of AVX-512, AVX2 + FMA,
+ * or plain C with fma()). Every lane accumulates with a fused multiply-add in a fixed order, so all
+ * versions compute the same bits:
+ *   logits:   lane l of z_io sums j = l, l + 8, ... (fma), lanes combined pairwise, then the d mod 8
+ *             tail in order (fma);
+ *   gradient: G[o, j] sums the rows of a pass in order (fma from 0), then out + pass.
+ * Blocking (rows and outputs per pass over the columns) only groups independent sums. */
+
+#define KCAT2(a, b) a##_##b
+#define KCAT(a, b) KCAT2(a, b)
+#define KFN(name) KCAT(name, V8_ISA)
+
+static inline __attribute__((always_inline)) double KFN(lanes)(V8 v) {
+  double t[8];
+  V8_ST(t, v);
+  return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
+}
+
+/* NR rows x OC outputs: z[r * ldz + o] = x_r . w_o */
+#define KDOT(NR, OC)                                                                                     \
+  static inline __attribute__((always_inline)) void KFN(dot_##NR##_##OC)(                               \
+      const float *const *x, const double *const *w, int64_t d, double *z, int64_t ldz) {               \
+    V8 acc[NR][OC];                                                                                     \
+    for (int r = 0; r < NR; r++)                                                                        \
+      for (int o = 0; o < OC; o++) acc[r][o] = V8_ZERO();                                               \
+    int64_t d8 = d & ~(int64_t)7;                                                                       \
+    for (int64_t j = 0; j < d8; j += 8) {                                                               \
+      V8 xv[NR];                                                                                        \
+      for (int r = 0; r < NR; r++) xv[r] = V8_LDF(x[r] + j);                                            \
+      for (int o = 0; o < OC; o++) {                                                                    \
+        V8 wv = V8_LDD(w[o] + j);                                                                       \
+        for (int r = 0; r < NR; r++) acc[r][o] = V8_FMA(wv, xv[r], acc[r][o]);                          \
+      }                                                                                                 \
+    }                                                                                                   \
+    for (int r = 0; r < NR; r++)                                                                        \
+      for (int o = 0; o < OC; o++) {                                                                    \
+        double s = KFN(lanes)(acc[r][o]);                                                               \
+        for (int64_t j = d8; j < d; j++) s = fma(w[o][j], (double)x[r][j], s);                          \
+        z[r * ldz + o] = s;                                                                             \
+      }                                                                                                 \
+  }
+KDOT(4, 1)
+KDOT(4, 2)
+KDOT(4, 3)
+KDOT(4, 4)
+KDOT(4, 5)
+KDOT(4, 6)
+KDOT(1, 1)
+KDOT(1, 2)
+KDOT(1, 3)
+KDOT(1, 4)
+KDOT(1, 5)
+KDOT(1, 6)
+#undef KDOT
+
+/* Outputs per pass over a row: 6 with 32 vector registers, fewer with 16. */
+#ifndef V8_DOT_OUT
+#define V8_DOT_OUT 6
+#endif
+
+static void KFN(dot_rows)(const float *const *rows, int64_t n, int64_t d, const double *W, int O, double *z,
+                          int64_t ldz) {
+  for (int o0 = 0; o0 < O;) {
+    int left = O - o0, oc = left <= V8_DOT_OUT ? left : (left < 2 * V8_DOT_OUT ? (left + 1) / 2 : V8_DOT_OUT);
+    const double *w[6];
+    for (int o = 0; o < oc; o++) w[o] = W + (int64_t)(o0 + o) * d;
+    int64_t i = 0;
+#define KCASE(NR, OC) case OC: KFN(dot_##NR##_##OC)(rows + i, w, d, zz, ldz); break;
+    for (; i + 4 <= n; i += 4) {
+      double *zz = z + i * ldz + o0;
+      switch (oc) { KCASE(4, 1) KCASE(4, 2) KCASE(4, 3) KCASE(4, 4) KCASE(4, 5) default: KFN(dot_4_6)(rows + i, w, d, zz, ldz); }
+    }
+    for (; i < n; i++) {
+      double *zz = z + i * ldz + o0;
+      switch (oc) { KCASE(1, 1) KCASE(1, 2) KCASE(1, 3) KCASE(1, 4) KCASE(1, 5) default: KFN(dot_1_6)(rows + i, w, d, zz, ldz); }
+    }
+#undef KCASE
+    o0 += oc;
+  }
+}
+
+/* G[o, j] (+)= Σ_i r[i*O + o] x_ij over rows in order, for outputs [o0, o0 + OC), JB vectors of
+ * columns at a time (OC * JB accumulators in registers). */
+#define KBWD(OC, JB)                                                                                     \
+  static inline __attribute__((always_inline)) void KFN(bwd_##OC##_##JB)(                               \
+      const float *const *x, int64_t n, int64_t j0, const double *r, int O, int o0, double *G, int64_t d, \
+      int accumulate) {                                                                                 \
+    V8 acc[OC][JB];                                                                                     \
+    for (int o = 0; o < OC; o++)                                                                        \
+      for (int b = 0; b < JB; b++) acc[o][b] = V8_ZERO();                                               \
+    for (int64_t i = 0; i < n; i++) {                                                                   \
+      V8 xv[JB];                                                                                        \
+      for (int b = 0; b < JB; b++) xv[b] = V8_LDF(x[i] + j0 + 8 * b);                                   \
+      const double *ri = r + i * O + o0;                                                                \
+      for (int o = 0; o < OC; o++) {                                                                    \
+        V8 rv = V8_SET1(ri[o]);                                                                         \
+        for (int b = 0; b < JB; b++) acc[o][b] = V8_FMA(rv, xv[b], acc[o][b]);                          \
+      }                                                                                                 \
+    }                                                                                                   \
+    for (int o = 0; o < OC; o++)                                                                        \
+      for (int b = 0; b < JB; b++) {                                                                    \
+        double *g = G + (int64_t)(o0 + o) * d + j0 + 8 * b;                                             \
+        V8_ST(g, accumulate ? V8_ADD(V8_LDD(g), acc[o][b]) : acc[o][b]);                                \
+      }                                                                                                 \
+  }
+#if V8_ACC >= 24
+KBWD(1, 8)
+KBWD(2, 8)
+KBWD(3, 8)
+KBWD(4, 4)
+KBWD(5, 4)
+KBWD(6, 4)
+#define KBWD_JB(oc) ((oc) <= 3 ? 8 : 4)
+#else
+KBWD(1, 2)
+KBWD(2, 2)
+KBWD(3, 2)
+KBWD(4, 1)
+KBWD(5, 1)
+KBWD(6, 1)
+#define KBWD_JB(oc) ((oc) <= 3 ? 2 : 1)
+#endif
+#undef KBWD
+
+static void KFN(bwd_rows)(const float *const *x, int64_t n, int64_t d, const double *r, int O, double *G,
+                          int accumulate) {
+  int64_t d8 = d & ~(int64_t)7;
+  for (int o0 = 0; o0 < O;) {
+    int left = O - o0, oc = left <= 6 ? left : (left < 12 ? (left + 1) / 2 : 6);
+    int64_t jb = KBWD_JB(oc), j = 0;
+    for (; j + 8 * jb <= d8; j += 8 * jb) {
+#if V8_ACC >= 24
+      switch (oc) {
+        case 1: KFN(bwd_1_8)(x, n, j, r, O, o0, G, d, accumulate); break;
+        case 2: KFN(bwd_2_8)(x, n, j, r, O, o0, G, d, accumulate); break;
+        case 3: KFN(bwd_3_8)(x, n, j, r, O, o0, G, d, accumulate); break;
+        case 4: KFN(bwd_4_4)(x, n, j, r, O, o0, G, d, accumulate); break;
+        case 5: KFN(bwd_5_4)(x, n, j, r, O, o0, G, d, accumulate); break;
+        default: KFN(bwd_6_4)(x, n, j, r, O, o0, G, d, accumulate); break;
+      }
+#else
+      switch (oc) {
+        case 1: KFN(bwd_1_2)(x, n, j, r, O, o0, G, d, accumulate); break;
+        case 2: KFN(bwd_2_2)(x, n, j, r, O, o0, G, d, accumulate); break;
+        case 3: KFN(bwd_3_2)(x, n, j, r, O, o0, G, d, accumulate); break;
+        case 4: KFN(bwd_4_1)(x, n, j, r, O, o0, G, d, accumulate); break;
+        case 5: KFN(bwd_5_1)(x, n, j, r, O, o0, G, d, accumulate); break;
+        default: KFN(bwd_6_1)(x, n, j, r, O, o0, G, d, accumulate); break;
+      }
+#endif
+    }
+    /* the remaining full vectors one at a time, then the scalar tail (same order per element) */
+    for (; j < d8; j += 8)
+      for (int o = 0; o < oc; o++) {
+        V8 acc = V8_ZERO();
+        for (int64_t i = 0; i < n; i++) acc = V8_FMA(V8_SET1(r[i * O + o0 + o]), V8_LDF(x[i] + j), acc);
+        double *g = G + (int64_t)(o0 + o) * d + j;
+        V8_ST(g, accumulate ? V8_ADD(V8_LDD(g), acc) : acc);
+      }
+    for (int64_t jj = d8; jj < d; jj++)
+      for (int o = 0; o < oc; o++) {
+        double s = 0.0;
+        for (int64_t i = 0; i < n; i++) s = fma(r[i * O + o0 + o], (double)x[i][jj], s);
+        double *g = G + (int64_t)(o0 + o) * d + jj;
+        *g = accumulate ? *g + s : s;
+      }
+    o0 += oc;
+  }
+}
+
+/* Squared distances of float rows to double centres: lane l of D[i, k] sums (x_ij − c_kj)² over
+ * j = l, l + 8, ... (fma), lanes combined pairwise, then the tail in order; 4 centres per pass. */
+static void KFN(sqdist_rows)(const float *const *rows, int64_t n, int64_t d, const double *C, int64_t c, double *D) {
+  int64_t d8 = d & ~(int64_t)7;
+  for (int64_t i = 0; i < n; i++) {
+    const float *x = rows[i];
+    for (int64_t k0 = 0; k0 < c; k0 += 4) {
+      int kc = c - k0 < 4 ? (int)(c - k0) : 4;
+      V8 acc[4] = {V8_ZERO(), V8_ZERO(), V8_ZERO(), V8_ZERO()};
+      for (int64_t j = 0; j < d8; j += 8) {
+        V8 xv = V8_LDF(x + j);
+        for (int k = 0; k < kc; k++) {
+          V8 t = V8_SUB(xv, V8_LDD(C + (k0 + k) * d + j));
+          acc[k] = V8_FMA(t, t, acc[k]);
+        }
+      }
+      for (int k = 0; k < kc; k++) {
+        const double *ck = C + (k0 + k) * d;
+        double s = KFN(lanes)(acc[k]);
+        for (int64_t j = d8; j < d; j++) {
+          double t = (double)x[j] - ck[j];
+          s = fma(t, t, s);
+        }
+        D[i * c + k0 + k] = s;
+      }
+    }
+  }
+}
+
+#undef KBWD_JB
+#undef KFN
+#undef KCAT
+#undef KCAT2

@@ -1,0 +1,170 @@
+"""`rmdiag import features`: .npy (format 1.0, 2.0 and 3.0; float32, float16, big-endian) and
+.safetensors (F32, F16, BF16; several tensors) plus labels and splits from CSV or JSONL, written in
+the probe layout, chunked and compressed; values round-trip exactly (bfloat16 widened exactly to
+float32); the imported file runs as a probe job; bad files exit 2 naming the file, the line and what
+was expected, and write nothing."""
+import os
+import struct
+
+from rdtest import *
+
+d = scratch("import_features")
+rng = np.random.default_rng(17)
+N, D = 57, 10
+
+
+def npy(path, arr, version=None):
+    with open(path, "wb") as f:
+        np.lib.format.write_array(f, arr, version=version)
+    return path
+
+
+def safetensors(path, tensors, meta=True):
+    """A .safetensors file written from its specification: u64 header length, JSON header, data."""
+    header, blobs, pos = {}, [], 0
+    if meta:
+        header["__metadata__"] = {"format": "pt"}
+    for name, (dtype, shape, raw) in tensors.items():
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [pos, pos + len(raw)]}
+        blobs.append(raw)
+        pos += len(raw)
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+    return path
+
+
+def bf16_bits(x):
+    """bfloat16 bits of float32 values (truncated mantissa), and the exact float32 they widen to."""
+    b = (np.asarray(x, np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    return b, (b.astype(np.uint32) << 16).view(np.float32)
+
+
+X32 = rng.normal(0, 3, (N, D)).astype(np.float32)
+X32[0, :3] = [np.float32(1e-40), -0.0, np.float32(3.4e38)]       # subnormal, negative zero, near max
+X16 = rng.normal(0, 3, (N, D)).astype(np.float16)
+X16[1, :3] = [np.float16(6e-8), -0.0, np.float16(65504)]
+bfb, Xbf = bf16_bits(rng.normal(0, 3, (N, D)))
+XI = rng.normal(size=(9, D)).astype(np.float32)
+lab = rng.integers(0, 4, N)
+spl = rng.integers(0, 3, N)
+names = np.array(["train", "validation", "test"])
+with open(os.path.join(d, "labels.csv"), "w") as f:
+    f.write('id,"label",note,split\n')
+    for i in range(N):
+        f.write(f'{i},{lab[i] if i != 5 else ""},"a, quoted note",{names[spl[i]] if i % 2 else spl[i]}\n')
+with open(os.path.join(d, "labels.jsonl"), "w") as f:
+    for i in range(N):
+        f.write(json.dumps({"label": None if i == 7 else int(lab[i]), "split": int(spl[i]) if i % 3 else names[spl[i]],
+                            "text": "x"}) + "\n")
+exp_lab = lab.copy()
+exp_lab_csv = exp_lab.copy()
+exp_lab_csv[5] = -1
+exp_lab_json = exp_lab.copy()
+exp_lab_json[7] = -1
+
+files = {
+    "v1": npy(os.path.join(d, "v1.npy"), X32, (1, 0)),
+    "v2": npy(os.path.join(d, "v2.npy"), X32, (2, 0)),
+    "v3": npy(os.path.join(d, "v3.npy"), X32, (3, 0)),
+    "f16": npy(os.path.join(d, "f16.npy"), X16),
+    "be": npy(os.path.join(d, "be.npy"), X32.astype(">f4")),
+    "st32": safetensors(os.path.join(d, "a.safetensors"), {"h": ("F32", (N, D), X32.tobytes())}),
+    "st16": safetensors(os.path.join(d, "b.safetensors"), {"h": ("F16", (N, D), X16.tobytes())}, meta=False),
+    "stbf": safetensors(os.path.join(d, "c.safetensors"), {"other": ("F32", (2, 2), np.zeros(4, np.float32).tobytes()),
+                                                          "hidden": ("BF16", (N, D), bfb.tobytes())}),
+    "inf": npy(os.path.join(d, "infer.npy"), XI),
+}
+out = os.path.join(d, "feat.h5")
+args = ["import", "features", "--task", "v1", files["v1"], os.path.join(d, "labels.csv"),
+        "--task", "v2", files["v2"], os.path.join(d, "labels.jsonl"),
+        "--task", "v3", files["v3"], os.path.join(d, "labels.csv"),
+        "--task", "f16", files["f16"], os.path.join(d, "labels.csv"),
+        "--task", "be", files["be"], os.path.join(d, "labels.csv"),
+        "--task", "st32", files["st32"], os.path.join(d, "labels.csv"),
+        "--task", "st16", files["st16"], os.path.join(d, "labels.jsonl"),
+        "--tensor", "hidden", "--task", "stbf", files["stbf"], os.path.join(d, "labels.csv"),
+        "--infer", files["inf"], "-o", out]
+code, so, err = run(args)
+check(code == 0, f"import: exit {code} ({err})")
+with h5py.File(out, "r") as f:
+    for t, exp, lab_exp in (("v1", X32, exp_lab_csv), ("v2", X32, exp_lab_json), ("v3", X32, exp_lab_csv),
+                            ("f16", X16, exp_lab_csv), ("be", X32, exp_lab_csv), ("st32", X32, exp_lab_csv),
+                            ("st16", X16, exp_lab_json), ("stbf", Xbf, exp_lab_csv)):
+        X = f[f"probe/{t}/X"]
+        check(X.dtype == exp.dtype and X.shape == (N, D), f"{t}: dtype {X.dtype} shape {X.shape}")
+        check(X[...].tobytes() == np.ascontiguousarray(exp).tobytes(), f"{t}: features round-trip bit for bit")
+        check(X.chunks is not None and X.compression == "gzip" and X.shuffle, f"{t}: chunked and compressed")
+        check(np.array_equal(f[f"probe/{t}/label"][...], lab_exp), f"{t}: labels (missing = -1)")
+        check(np.array_equal(f[f"probe/{t}/split"][...], spl), f"{t}: splits (names and numbers)")
+        check(f[f"probe/{t}/split"].dtype == np.uint8 and f[f"probe/{t}/label"].dtype == np.int32, f"{t}: label/split types")
+    check(np.array_equal(f["probe/infer/X"][...], XI), "inference rows")
+    check(np.float32(Xbf[0, 0]) == Xbf[0, 0] and f["probe/stbf/X"].dtype == np.float32, "bfloat16 widened to float32")
+
+# several reward models in one file, then a probe job on the imported file (float16 and compressed)
+out2 = os.path.join(d, "models.h5")
+code, _, err = run(["import", "features", "--model", "rmA", "--task", "t", files["f16"], os.path.join(d, "labels.csv"),
+                    "--model", "rmB", "--task", "t", files["st32"], os.path.join(d, "labels.jsonl"),
+                    "--infer", files["inf"], "-o", out2])
+check(code == 0, f"import of two models: exit {code} ({err})")
+jp = write_job(os.path.join(d, "job.json"), [{"name": "p", "kind": "probe", "input": "models.h5", "models": ["rmA", "rmB"],
+                                              "tasks": {"t": {"classes": [[0, 1], [2, 3]]}}, "lr_grid": [1e-2]}],
+               output_dir="out")
+code, _, err = run(["run", jp, "--quiet"], ranks=2)
+check(code == 0, f"probe on imported features: exit {code} ({err})")
+rep = load_report(os.path.join(d, "out", "p.json"))["result"]
+check(rep["models"]["rmB"]["inference"]["n"] == 9 and rep["models"]["rmA"]["inference"]["n"] == 0, "per-model infer rows")
+check(rep["models"]["rmA"]["tasks"]["t"]["dropped"]["missing_label"] == 1, "the missing label is dropped and counted")
+
+
+# ---- bad inputs ----------------------------------------------------------------------------------------------
+def bad(name, extra_args, expect, labels=os.path.join(d, "labels.csv"), feature=None):
+    o = os.path.join(d, f"bad_{name}.h5")
+    a = ["import", "features"] + (["--task", "t", feature, labels] if feature else []) + extra_args + ["-o", o]
+    code, _, err = run(a)
+    check(code == 2, f"{name}: exit {code}, expected 2 ({err.strip()})")
+    for e in expect:
+        check(e in err, f"{name}: message should contain {e!r}: {err.strip()}")
+    check(not os.path.exists(o) and not [x for x in os.listdir(d) if x.startswith(".bad_")], f"{name}: nothing written")
+
+
+bad("fortran", [], ["Fortran order"], feature=npy(os.path.join(d, "fo.npy"), np.asfortranarray(X32)))
+bad("one_dim", [], ["shape (57,)", "expected 2 dimensions"], feature=npy(os.path.join(d, "1d.npy"), X32[:, 0].copy()))
+bad("int_dtype", [], ["dtype '<i4'", "expected float32"], feature=npy(os.path.join(d, "i4.npy"), lab.astype(np.int32).reshape(N, 1)))
+with open(os.path.join(d, "trunc.npy"), "wb") as f:
+    f.write(open(files["v1"], "rb").read()[:-7])
+bad("truncated", [], ["trunc.npy", "expected"], feature=os.path.join(d, "trunc.npy"))
+with open(os.path.join(d, "junk.npy"), "wb") as f:
+    f.write(b"not an array at all")
+bad("magic", [], ["not a .npy file"], feature=os.path.join(d, "junk.npy"))
+bad("many_tensors", [], ["2 tensors", "--tensor"], feature=files["stbf"])
+code, _, err = run(["import", "features", "--tensor", "nope", "--task", "t", files["stbf"], os.path.join(d, "labels.csv"),
+                    "-o", os.path.join(d, "bad_nt.h5")])
+check(code == 2 and 'no tensor "nope"' in err, f"unknown tensor: {code} {err}")
+gap = safetensors(os.path.join(d, "gap.safetensors"), {"h": ("F32", (N, D), X32.tobytes())})
+raw = open(gap, "rb").read()
+with open(gap, "wb") as f:
+    f.write(raw + b"\0\0\0\0")
+bad("trailing_bytes", [], ["the tensors end at byte"], feature=gap)
+wrong = safetensors(os.path.join(d, "wrong.safetensors"), {"h": ("F32", (N, D + 1), X32.tobytes())})
+bad("offsets", [], ["dtype, shape and data_offsets do not agree"], feature=wrong)
+bad("i64_tensor", [], ["dtype I64", "expected F32, F16 or BF16"],
+    feature=safetensors(os.path.join(d, "i64.safetensors"), {"h": ("I64", (N, 1), lab.astype(np.int64).tobytes())}))
+with open(os.path.join(d, "short.csv"), "w") as f:
+    f.write("label,split\n" + "".join(f"{lab[i]},{spl[i]}\n" for i in range(N - 1)))
+bad("row_count", [], ["56 label rows but", "has 57 feature rows"], labels=os.path.join(d, "short.csv"), feature=files["v1"])
+with open(os.path.join(d, "badsplit.csv"), "w") as f:
+    f.write("label,split\n" + "".join(f"{lab[i]},{'holdout' if i == 30 else spl[i]}\n" for i in range(N)))
+bad("split_value", [], ["badsplit.csv: row 32: split = \"holdout\"", "expected 0/train"], labels=os.path.join(d, "badsplit.csv"),
+    feature=files["v1"])
+with open(os.path.join(d, "nolabel.csv"), "w") as f:
+    f.write("y,split\n" + "".join(f"{lab[i]},{spl[i]}\n" for i in range(N)))
+bad("no_label_column", [], ['expected columns "label" and "split"'], labels=os.path.join(d, "nolabel.csv"), feature=files["v1"])
+with open(os.path.join(d, "bad.jsonl"), "w") as f:
+    f.write("".join(json.dumps({"label": 1.5 if i == 3 else int(lab[i]), "split": int(spl[i])}) + "\n" for i in range(N)))
+bad("jsonl_label", [], ["bad.jsonl: line 4: label = \"?\"", "expected an integer"], labels=os.path.join(d, "bad.jsonl"),
+    feature=files["v1"])
+bad("task_twice", ["--task", "t", files["v1"], os.path.join(d, "labels.csv")], ['task "t" given twice'], feature=files["v1"])
+bad("nothing", [], ["nothing to import"])
+done()

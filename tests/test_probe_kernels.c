@@ -1,0 +1,173 @@
+/* The probe's CPU kernels: the AVX-512, AVX2 and plain-C versions of the logits and gradient loops
+ * give the same bits (every lane accumulates with fused multiply-adds in a fixed order) for feature
+ * counts with and without a tail and for any number of outputs (different blockings), and agree with
+ * a long-double reference; the AdamW step against the formula; float16 and bfloat16 widening against
+ * an independent ldexp computation for all 65536 bit patterns. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "rmdiag/probe.h"
+#include "rmdiag/rng.h"
+
+static void fill(rd_stream *s, uint64_t rep, double *x, int64_t n, double scale) {
+  for (int64_t i = 0; i < n; i++) x[i] = scale * (2.0 * rd_rng_uniform(s, rep, (uint64_t)i) - 1.0);
+}
+
+static void test_isas(void) {
+  static const char *const isas[3] = {"scalar", "avx2", "avx512"};
+  const int64_t ds[3] = {4099, 64, 5}, n = 37;
+  rd_stream s;
+  rd_stream_init(&s, 1, "test", "probe.kernels");
+  for (int di = 0; di < 3; di++) {
+    int64_t d = ds[di];
+    float *X = malloc(sizeof(float) * (size_t)(n * d));
+    double *tmp = malloc(sizeof(double) * (size_t)(n * d));
+    fill(&s, (uint64_t)di, tmp, n * d, 3.0);
+    for (int64_t i = 0; i < n * d; i++) X[i] = (float)tmp[i];
+    const float *rows[37];
+    int32_t y[37];
+    for (int64_t i = 0; i < n; i++) {
+      rows[i] = X + ((i * 11) % n) * d;
+      y[i] = (int32_t)(i % 3);
+    }
+    for (int L = 1; L <= 4; L++)
+      for (int K = 1; K <= 3; K++) {
+        if (K == 2) continue;
+        int O = L * K;
+        double *W = malloc(sizeof(double) * (size_t)(O * d)), *b = malloc(sizeof(double) * (size_t)O);
+        fill(&s, 100 + (uint64_t)O, W, O * d, 0.05);
+        fill(&s, 200 + (uint64_t)O, b, O, 0.5);
+        rd_probe_heads h = {.d = d, .L = L, .K = K, .W = W, .b = b};
+        int64_t len = rd_probe_grad_len(&h, 1);
+        double *z[3], *g[3];
+        int have[3];
+        for (int k = 0; k < 3; k++) {
+          have[k] = rd_probe_simd_set(isas[k]) == 0;
+          z[k] = malloc(sizeof(double) * (size_t)(n * O));
+          g[k] = malloc(sizeof(double) * (size_t)len);
+          if (!have[k]) continue;
+          rd_probe_logits_cpu(&h, rows, n, z[k]);
+          rd_probe_block blk = {.rows = rows, .n = n, .y = y, .scale = 1.0 / 37.0};
+          for (int64_t i = 0; i < len; i++) g[k][i] = 0.25;
+          rd_probe_block_grad_cpu(&h, &blk, 1, 1, g[k], NULL);
+        }
+        for (int k = 1; k < 3; k++)
+          if (have[k]) {
+            CHECK(memcmp(z[0], z[k], sizeof(double) * (size_t)(n * O)) == 0, "logits %s == scalar (d %lld, L %d, K %d)",
+                  isas[k], (long long)d, L, K);
+            CHECK(memcmp(g[0], g[k], sizeof(double) * (size_t)len) == 0, "gradient %s == scalar (d %lld, L %d, K %d)",
+                  isas[k], (long long)d, L, K);
+          }
+        /* squared distances of the rows to the O rows of W as centres */
+        double *D[3];
+        for (int k = 0; k < 3; k++) {
+          D[k] = malloc(sizeof(double) * (size_t)(n * O));
+          if (!have[k]) continue;
+          rd_probe_simd_set(isas[k]);
+          rd_probe_sqdist_cpu(rows, n, d, W, O, D[k]);
+        }
+        for (int k = 1; k < 3; k++)
+          if (have[k])
+            CHECK(memcmp(D[0], D[k], sizeof(double) * (size_t)(n * O)) == 0, "distances %s == scalar (d %lld, O %d)",
+                  isas[k], (long long)d, O);
+        double dworst = 0.0;
+        for (int64_t i = 0; i < n; i++)
+          for (int o = 0; o < O; o++) {
+            long double acc = 0.0L;
+            for (int64_t j = 0; j < d; j++) {
+              long double t = (long double)rows[i][j] - W[o * d + j];
+              acc += t * t;
+            }
+            double e = fabs((double)(acc - (long double)D[0][i * O + o])) / (double)acc;
+            if (e > dworst) dworst = e;
+          }
+        CHECK(dworst < 1e-14, "distances within 1e-14 relative of the long-double sum (worst %g)", dworst);
+        for (int k = 0; k < 3; k++) free(D[k]);
+        /* long-double reference of the logits */
+        double worst = 0.0;
+        for (int64_t i = 0; i < n; i++)
+          for (int o = 0; o < O; o++) {
+            long double acc = b[o];
+            for (int64_t j = 0; j < d; j++) acc += (long double)W[o * d + j] * rows[i][j];
+            double e = fabs((double)(acc - (long double)z[0][i * O + o]));
+            if (e > worst) worst = e;
+          }
+        CHECK(worst < 1e-12, "logits within 1e-12 of the long-double sum (worst %g)", worst);
+        /* gradient reference: G[o, j] = 0.25 + Σ_i r_io x_ij / 37 with r from the reference residuals */
+        double gworst = 0.0;
+        double *r = malloc(sizeof(double) * (size_t)(n * O)), loss[4] = {0, 0, 0, 0};
+        for (int64_t i = 0; i < n; i++) rd_probe_residuals(L, K, z[0] + i * O, y[i], r + i * O, loss);
+        for (int o = 0; o < O; o++)
+          for (int64_t j = 0; j < d; j++) {
+            long double acc = 0.0L;
+            for (int64_t i = 0; i < n; i++) acc += (long double)(r[i * O + o] * (1.0 / 37.0)) * rows[i][j];
+            double e = fabs((double)(0.25L + acc - (long double)g[0][o * d + j]));
+            if (e > gworst) gworst = e;
+          }
+        CHECK(gworst < 1e-12, "gradient within 1e-12 of the long-double sum (worst %g)", gworst);
+        for (int l = 0; l < L; l++)
+          CHECK_CLOSE(g[0][O * d + O + l], 0.25 + loss[l] / 37.0, 1e-13, "mean loss");
+        free(r);
+        for (int k = 0; k < 3; k++) {
+          free(z[k]);
+          free(g[k]);
+        }
+        free(W);
+        free(b);
+      }
+    free(X);
+    free(tmp);
+  }
+  rd_probe_simd_set("avx512");
+}
+
+static void test_adamw(void) {
+  /* one parameter, two steps, worked by hand: g = 0.5 then -0.25 (no clipping), lr 0.1, wd 0.1 */
+  rd_adamw a = {.beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .wd = 0.1};
+  double p = 0.3, m = 0.0, v = 0.0, g = 0.5;
+  rd_probe_adamw_step(&a, 0, 0.1, 1.0, &g, &p, &m, &v, 1);
+  /* p = 0.3 * (1 - 0.01) - (0.1 / 0.1) * 0.05 / (sqrt(0.0125) / sqrt(0.05) + 1e-8) = 0.297 - 0.05/(0.5 + 1e-8) */
+  CHECK_CLOSE(p, 0.297 - 0.05 / (0.5 + 1e-8), 1e-15, "AdamW step 1");
+  CHECK_CLOSE(m, 0.05, 1e-15, "first moment");
+  CHECK_CLOSE(v, 0.0125, 1e-15, "second moment");
+  g = -0.5;
+  rd_probe_adamw_step(&a, 1, 0.05, 0.5, &g, &p, &m, &v, 1);  /* clipping factor 0.5: g' = -0.25 */
+  double m2 = 0.9 * 0.05 - 0.1 * 0.25, v2 = 0.95 * 0.0125 + 0.05 * 0.0625;
+  double p2 = (0.297 - 0.05 / (0.5 + 1e-8)) * (1 - 0.005) - (0.05 / (1 - 0.81)) * m2 / (sqrt(v2) / sqrt(1 - 0.9025) + 1e-8);
+  CHECK_CLOSE(p, p2, 1e-14, "AdamW step 2 (cosine lr 0.05, clipped gradient)");
+}
+
+static void test_widening(void) {
+  int64_t bad16 = 0, badbf = 0;
+  for (uint32_t h = 0; h < 65536; h++) {
+    uint32_t s = h >> 15, e = (h >> 10) & 31, f = h & 1023;
+    float got = rd_half_to_float((uint16_t)h);
+    double ref;
+    if (e == 31) ref = f ? NAN : INFINITY;
+    else if (e == 0) ref = ldexp((double)f, -24);
+    else ref = ldexp(1024.0 + f, (int)e - 25);
+    if (s) ref = -ref;
+    if (isnan(ref) ? !isnan(got) : ((double)got != ref || !signbit(got) != !signbit(ref))) bad16++;
+    /* bfloat16: sign, 8 exponent bits (bias 127), 7 fraction bits */
+    uint32_t be = (h >> 7) & 255, bfr = h & 127;
+    double bref;
+    if (be == 255) bref = bfr ? NAN : INFINITY;
+    else if (be == 0) bref = ldexp((double)bfr, -133);
+    else bref = ldexp(128.0 + bfr, (int)be - 134);
+    if (s) bref = -bref;
+    float bg = rd_bf16_to_float((uint16_t)h);
+    if (isnan(bref) ? !isnan(bg) : ((double)bg != bref || !signbit(bg) != !signbit(bref))) badbf++;
+  }
+  CHECK(bad16 == 0, "float16 widening exact for all 65536 values (%lld wrong)", (long long)bad16);
+  CHECK(badbf == 0, "bfloat16 widening exact for all 65536 values (%lld wrong)", (long long)badbf);
+}
+
+int main(void) {
+  test_isas();
+  test_adamw();
+  test_widening();
+  return t_finish("test_probe_kernels");
+}

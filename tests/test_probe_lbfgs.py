@@ -1,0 +1,80 @@
+"""mode lbfgs against an independent solver: multinomial logistic regression with a bias, objective
+mean cross-entropy + (l2/2)|W|^2, minimised by Newton's method in numpy (tests/probe_oracle.py).
+rmdiag's L-BFGS must reach the same optimum (weights within 1e-4 relative L2, biases up to the
+softmax's common shift), the same validation and test accuracy, report convergence (max-norm
+gradient <= tol) and iterations, select l2 on validation, and handle `standardize` (train mean and
+sd, ddof 0) with weights reported in raw feature units. Also the 2-class softmax head and a
+max_iter stop."""
+import os
+
+import probe_oracle as po
+from rdtest import *
+
+d = scratch("probe_lbfgs")
+rng = np.random.default_rng(21)
+N, D = 700, 9
+data = {}
+with h5py.File(os.path.join(d, "in.h5"), "w") as f:
+    for task, C, scale in (("three", 3, 1.0), ("two", 2, 25.0)):
+        lab = rng.integers(0, C, N)
+        mu = rng.normal(0, 0.8, (C, D))
+        sc = np.ones(D)
+        sc[0] = scale                      # one feature on another scale (for standardize)
+        X = ((rng.normal(0, 1, (N, D)) + mu[lab]) * sc + 3.0).astype(np.float32)
+        split = rng.choice(3, N, p=[0.7, 0.15, 0.15]).astype(np.uint8)
+        f[f"probe/{task}/X"] = X
+        f[f"probe/{task}/label"] = lab.astype(np.int32)
+        f[f"probe/{task}/split"] = split
+        data[task] = (X, lab, split, C)
+
+l2s = [1e-2, 3e-1]
+jobs = [{"name": f"lb{int(std)}", "kind": "probe", "input": "in.h5", "mode": "lbfgs", "l2_grid": l2s,
+         "standardize": std, "kmeans": False,
+         "tasks": {"three": {"classes": [[0], [1], [2]]}, "two": {"classes": [[0], [1]]}}} for std in (False, True)]
+jobs.append({"name": "short", "kind": "probe", "input": "in.h5", "mode": "lbfgs", "l2_grid": [1e-2], "max_iter": 3,
+             "kmeans": False, "tasks": {"three": {"classes": [[0], [1], [2]]}}})
+write_job(os.path.join(d, "job.json"), jobs, output_dir="out", seed=1)
+code, _, err = run(["run", os.path.join(d, "job.json"), "--quiet"], ranks=3)
+check(code == 0, f"exit {code} ({err})")
+
+for std in (False, True):
+    rep = load_report(os.path.join(d, "out", f"lb{int(std)}.json"))["result"]
+    h5 = h5py.File(os.path.join(d, "out", f"lb{int(std)}.h5"), "r")
+    check(rep["mode"] == "lbfgs", "mode reported")
+    for task in ("three", "two"):
+        X, lab, split, C = data[task]
+        y = lab.astype(np.int64)
+        tr, va, te = (np.flatnonzero(split == s) for s in (0, 1, 2))
+        Xt = X[tr].astype(np.float64)
+        mu = Xt.mean(0) if std else np.zeros(D)
+        sd = Xt.std(0) if std else np.ones(D)     # ddof 0, as documented
+        r = rep["tasks"][task]
+        vals, sols = [], []
+        for k, l2 in enumerate(l2s):
+            Ws, bs = po.newton_logreg((Xt - mu) / sd, y[tr], C, l2)
+            W = Ws / sd
+            b = bs - (Ws / sd) @ mu
+            sols.append((W, b))
+            vals.append((po.predict(X[va], W, b) == y[va]).mean())
+            g = r["grid"][k]
+            check(g["l2"] == l2 and g["status"] == "converged", f"{task} std={std} l2={l2}: {g}")
+            check(g["grad_norm"] <= 1e-8 and g["iterations"] > 0, f"{task} std={std}: converged to tol: {g}")
+            close(g["val_accuracy"], vals[-1], f"{task} std={std} l2={l2}: validation accuracy equal")
+        sel = int(np.argmax(vals))
+        check(r["selected"]["l2"] == l2s[sel], f"{task} std={std}: l2 chosen on validation")
+        W, b = sols[sel]
+        Wg, bg = h5[f"probe/{task}/W"][...], h5[f"probe/{task}/b"][...]
+        check(Wg.shape == (C, D) and bg.shape == (C,), f"{task}: softmax head with a bias, one row per class")
+        relW = np.linalg.norm(Wg - W) / np.linalg.norm(W)
+        check(relW < 1e-4, f"{task} std={std}: weights vs Newton: relative L2 {relW:.3g}")
+        relb = np.linalg.norm((bg - bg.mean()) - b) / max(np.linalg.norm(b), 1e-12)
+        check(relb < 1e-4, f"{task} std={std}: biases (centred) vs Newton: relative L2 {relb:.3g}")
+        m = po.metrics(po.predict(X[te], W, b), y[te], C, y[tr])
+        close(r["test"]["accuracy"], m["accuracy"], f"{task} std={std}: test accuracy equal")
+        check(r["test"]["confusion"] == m["confusion"], f"{task} std={std}: confusion equal")
+        check(r["accuracy_ci95"] is None and len(r["per_seed"]) == 1, "lbfgs is deterministic: one fit")
+    h5.close()
+
+r = load_report(os.path.join(d, "out", "short.json"))["result"]["tasks"]["three"]["grid"][0]
+check(r["status"] == "max_iter" and r["iterations"] == 3 and r["grad_norm"] > 1e-8, f"max_iter stop reported: {r}")
+done()
