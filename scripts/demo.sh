@@ -10,6 +10,7 @@ bash scripts/make_demo_data.sh
 ./build/rmdiag import cm-csv jobs/data/demo_pairs.csv -o jobs/data/demo_pairs.h5
 bash scripts/make_demo_benchmark.sh
 bash scripts/make_demo_leakage.sh
+bash scripts/make_demo_probe.sh
 if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_pml=${OMPI_MCA_pml:-ob1}
 mpiexec -n 2 ./build/rmdiag run jobs/demo.json --force
