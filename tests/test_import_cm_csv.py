@@ -35,6 +35,8 @@ check(code == 0, f"import exits 0 ({err})")
 order = np.argsort(pair_ids)                                    # numeric pair order
 with h5py.File(out) as f:
     check(f["cm/reward_chosen"].shape == (P, R) and f["cm/reward_chosen"].dtype == np.float64, "rewards [P, R] float64")
+    check(all(f["cm/" + k].chunks is not None and f["cm/" + k].compression == "gzip"
+              for k in ("reward_chosen", "reward_rejected", "in_train", "user")), "chunked, compressed datasets")
     check(np.array_equal(f["cm/reward_chosen"][...], rc[order]), "reward_chosen exact, pairs in numeric id order")
     check(np.array_equal(f["cm/reward_rejected"][...], rr[order]), "reward_rejected exact")
     check(np.array_equal(f["cm/in_train"][...], flags[order]), "in_train")

@@ -342,9 +342,11 @@ static int write_output(csv_state *S, const char *out_path, const char *group, r
     char path[1400];
     int64_t d2[2] = {P, R}, d1[1] = {P}, dr[1] = {R};
 #define DS(name) (snprintf(path, sizeof path, "%.500s/%.600s", strcmp(group, "/") ? group : "", name), path)
-    if (rc_ok == RD_OK) rc_ok = rd_h5_write_f64(h, DS("reward_chosen"), 2, d2, rc, st);
-    if (rc_ok == RD_OK) rc_ok = rd_h5_write_f64(h, DS("reward_rejected"), 2, d2, rr, st);
-    if (rc_ok == RD_OK) rc_ok = rd_h5_write_u8(h, DS("in_train"), 2, d2, flag, st);
+    /* importers write chunked, compressed datasets, rewards as float64 */
+    if (rc_ok == RD_OK) rc_ok = rd_h5_write_chunked(h, DS("reward_chosen"), 2, d2, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, rc, st);
+    if (rc_ok == RD_OK)
+      rc_ok = rd_h5_write_chunked(h, DS("reward_rejected"), 2, d2, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, rr, st);
+    if (rc_ok == RD_OK) rc_ok = rd_h5_write_chunked(h, DS("in_train"), 2, d2, H5T_STD_U8LE, H5T_NATIVE_UINT8, flag, st);
     /* users: integers when every id is an integer, else strings */
     /* integers only when every id is an integer written the canonical way ("7", not "007" or
      * "+7"), so that distinct ids stay distinct */
@@ -359,7 +361,7 @@ static int write_output(csv_state *S, const char *out_path, const char *group, r
       int64_t *uid = malloc(sizeof(int64_t) * (size_t)P);
       if (!uid) rc_ok = rd_fail(st, RD_EFAIL, "out of memory");
       for (int64_t i = 0; uid && i < P; i++) is_int_text(S->users.keys[S->pair_user[pperm[i]]], &uid[i]);
-      if (rc_ok == RD_OK) rc_ok = rd_h5_write_i64(h, DS("user"), 1, d1, uid, st);
+      if (rc_ok == RD_OK) rc_ok = rd_h5_write_chunked(h, DS("user"), 1, d1, H5T_STD_I64LE, H5T_NATIVE_INT64, uid, st);
       free(uid);
     } else if (rc_ok == RD_OK) {
       const char **us = malloc(sizeof(char *) * (size_t)P);
@@ -382,7 +384,7 @@ static int write_output(csv_state *S, const char *out_path, const char *group, r
       for (int64_t i = 0; i < P; i++) col[i] = S->pair_cov[pperm[i] * S->ncov + k];
       char name[600];
       snprintf(name, sizeof name, "covariates/%.500s", S->header[c]);
-      rc_ok = rd_h5_write_f64(h, DS(name), 1, d1, col, st);
+      rc_ok = rd_h5_write_chunked(h, DS(name), 1, d1, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, col, st);
     }
     free(col);
     (void)dr;

@@ -1252,29 +1252,10 @@ static int read_truth(const nl_opts *o, const truth_map *tm, tseries *out, rd_st
 /* ---- output --------------------------------------------------------------------------------------------- */
 
 /* A chunked, deflate-compressed 1-D dataset (contiguous when empty). */
+/* One chunked, compressed 1-D dataset (the layout importers write). */
 static int write_1d(hid_t f, const char *path, hid_t ftype, hid_t mtype, int64_t n, const void *data, rd_status *st) {
-  RD_TRY(rd_h5_make_groups(f, path, 1, st));
-  hsize_t d = (hsize_t)n;
-  hid_t space = H5Screate_simple(1, &d, NULL);
-  hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-  H5Pset_obj_track_times(dcpl, 0);
-  if (n > 0) {
-    hsize_t chunk = n < 65536 ? (hsize_t)n : 65536;
-    H5Pset_chunk(dcpl, 1, &chunk);
-    H5Pset_shuffle(dcpl);
-    H5Pset_deflate(dcpl, 4);
-  }
-  hid_t ds = H5Dcreate2(f, path, ftype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-  int rc = RD_OK;
-  if (ds < 0) rc = rd_fail(st, RD_EFAIL, "cannot create dataset %s", path);
-  else {
-    if (n > 0 && H5Dwrite(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)
-      rc = rd_fail(st, RD_EFAIL, "cannot write dataset %s", path);
-    H5Dclose(ds);
-  }
-  H5Pclose(dcpl);
-  H5Sclose(space);
-  return rc;
+  int64_t dims[1] = {n};
+  return rd_h5_write_chunked(f, path, 1, dims, ftype, mtype, data, st);
 }
 
 static int write_strings(hid_t f, const char *path, int64_t n, const char *const *s, rd_status *st) {
