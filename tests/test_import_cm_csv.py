@@ -36,7 +36,7 @@ order = np.argsort(pair_ids)                                    # numeric pair o
 with h5py.File(out) as f:
     check(f["cm/reward_chosen"].shape == (P, R) and f["cm/reward_chosen"].dtype == np.float64, "rewards [P, R] float64")
     check(all(f["cm/" + k].chunks is not None and f["cm/" + k].compression == "gzip"
-              for k in ("reward_chosen", "reward_rejected", "in_train", "user")), "chunked, compressed datasets")
+              for k in ("reward_chosen", "reward_rejected", "in_train")), "chunked, compressed [P, R] datasets")
     check(np.array_equal(f["cm/reward_chosen"][...], rc[order]), "reward_chosen exact, pairs in numeric id order")
     check(np.array_equal(f["cm/reward_rejected"][...], rr[order]), "reward_rejected exact")
     check(np.array_equal(f["cm/in_train"][...], flags[order]), "in_train")
