@@ -9,60 +9,20 @@ run, alternating, several repetitions; prints medians and ratios.
 
 usage: bench/bench_cm.py [--ranks 2] [--reps 7] [--shared ../shared] [--rmdiag build/rmdiag]
 Goal (issue): in-process >= 4x faster than the peer, whole process faster than the peer's."""
-import argparse
-import json
 import os
-import re
-import statistics
-import subprocess
-import sys
-import tempfile
-import time
 
-here = os.path.dirname(os.path.abspath(__file__))
-ap = argparse.ArgumentParser()
-ap.add_argument("--ranks", type=int, default=2)
-ap.add_argument("--reps", type=int, default=7)
-ap.add_argument("--shared", default=os.path.join(here, "..", "..", "shared"))
-ap.add_argument("--rmdiag", default=os.path.join(here, "..", "build", "rmdiag"))
-ap.add_argument("--python", default="/usr/bin/python3")
-a = ap.parse_args()
-peers = os.path.join(a.shared, "peers")
-if not os.path.isfile(os.path.join(peers, "peer_cm.py")):
-    print(f"SKIP: {peers}/peer_cm.py not found (the peers live in the shared folder)")
-    sys.exit(0)
+from benchlib import alternate, generate, header, options, peers_or_skip, rmdiag_cmd, row, write_job
 
-env = dict(os.environ, OMPI_MCA_pml=os.environ.get("OMPI_MCA_pml", "ob1"), OMPI_MCA_rmaps_base_oversubscribe="1")
-if os.geteuid() == 0:
-    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-tmp = tempfile.mkdtemp(prefix="rmdiag-bench-")
-inp = os.path.join(tmp, "inputs.h5")
-subprocess.run([a.python, os.path.join(peers, "gen_inputs.py"), inp, "--kinds", "cm"], check=True,
-               stdout=subprocess.DEVNULL)
-job = os.path.join(tmp, "job.json")
-with open(job, "w") as f:
-    json.dump({"output_dir": "out", "seed": 0, "jobs": [{"name": "bench-cm", "kind": "cm", "input": "inputs.h5",
-                                                          "bootstrap": 1000}]}, f)
-rd_cmd = ([a.rmdiag] if a.ranks == 0 else ["mpiexec", "-n", str(a.ranks), a.rmdiag]) + ["run", job, "--force", "--quiet"]
+a = options(__doc__)
+peers = peers_or_skip(a, "peer_cm.py")
+tmp, inp = generate(a, peers, "cm")
+job = write_job(tmp, "bench-cm", {"kind": "cm", "input": "inputs.h5", "bootstrap": 1000})
 peer_cmd = [a.python, os.path.join(peers, "peer_cm.py"), inp, os.path.join(tmp, "peer"), "--bootstrap", "1000"]
+rd_in, rd_wall, pe_in, pe_wall = alternate(a, rmdiag_cmd(a, job), os.path.join(tmp, "out", "bench-cm.json"), peer_cmd)
 
-rd_in, rd_wall, pe_in, pe_wall = [], [], [], []
-for rep in range(a.reps + 1):           # the first repetition warms the page cache and is dropped
-    t = time.perf_counter()
-    subprocess.run(rd_cmd, check=True, env=env, stdout=subprocess.DEVNULL)
-    w = time.perf_counter() - t
-    s = json.load(open(os.path.join(tmp, "out", "bench-cm.json")))["rmdiag"]["seconds"]
-    t = time.perf_counter()
-    out = subprocess.run(peer_cmd, check=True, capture_output=True, text=True).stdout
-    pw = time.perf_counter() - t
-    ps = float(re.search(r"TIME read \S+ compute \S+ write \S+ total (\S+)", out).group(1))
-    if rep:
-        rd_in.append(s), rd_wall.append(w), pe_in.append(ps), pe_wall.append(pw)
-
-m = statistics.median
 print(f"cm benchmark: 137000 pairs x 25 runs, 2000 users, 1000 bootstrap resamples; rmdiag on "
       f"{a.ranks or 1} rank(s); medians of {a.reps} alternating runs")
-print(f"{'':12}{'rmdiag':>10}{'peer':>10}{'ratio':>9}")
-print(f"{'in-process':12}{m(rd_in):10.4f}{m(pe_in):10.4f}{m(pe_in) / m(rd_in):8.2f}x   (goal >= 4x)")
-print(f"{'process':12}{m(rd_wall):10.4f}{m(pe_wall):10.4f}{m(pe_wall) / m(rd_wall):8.2f}x   (goal > 1x)")
+print(header(12))
+print(row("in-process", rd_in, pe_in, "(goal >= 4x)", 12))
+print(row("process", rd_wall, pe_wall, "(goal > 1x)", 12))
 print(f"(min in-process: rmdiag {min(rd_in):.4f}, peer {min(pe_in):.4f})")
