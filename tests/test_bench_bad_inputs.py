@@ -219,6 +219,35 @@ def acc_nan(p):
 case("accuracy_missing", ['/bench/subset_accuracy[1, 3] is NaN: model "b" has no value for subset "mt-bench-easy"'],
      raw=acc_nan)
 
+# ---- several jobs: a bad value in a later job is found before any job writes ------------------------
+# (the scores are checked by the ranks that own them: the lowest offending flat index, m * C + c, wins)
+cd = os.path.join(d, "multi_job")
+os.makedirs(cd, exist_ok=True)
+write_bench(os.path.join(cd, "good.h5"), MODELS, SUBS, isub0, off0, nc0, sc0)
+sc_bad = sc0.copy()
+sc_bad[4, 10] = np.nan
+sc_bad[3, 5000] = np.inf
+write_bench(os.path.join(cd, "bad.h5"), MODELS, SUBS, isub0, off0, nc0, sc_bad)
+nc_bad = nc0.copy()
+nc_bad[1234] = 2
+write_bench(os.path.join(cd, "bad_table.h5"), MODELS, SUBS, isub0, off0, nc_bad, sc0)
+good_job = {"name": "a", "kind": "benchmark", "input": "good.h5", "bootstrap": 5}
+for bad_in, msg in (("bad.h5", '/bench/scores[3, 5000] = inf (model 3 "m3", item 2500, its completion 0)'),
+                    ("bad_table.h5", "/bench/item_n_correct[1234] = 2 but item 1234 has 2 completions")):
+    jp = write_job(os.path.join(cd, "job.json"), [good_job, {"name": "b", "kind": "benchmark", "input": bad_in,
+                                                             "bootstrap": 5}])
+    expect_failure(f"multi_job {bad_in}", ["run", jp], [os.path.join(cd, bad_in) + ": " + msg], ranks=(0, 3))
+    check(not os.path.exists(os.path.join(cd, "out")), f"multi_job {bad_in}: nothing written, not even the folder")
+# `rmdiag validate` reads the values too
+jp = write_job(os.path.join(cd, "job.json"), [good_job, {"name": "b", "kind": "benchmark", "input": "bad.h5"}])
+expect_failure("validate_values", ["validate", jp], ["bad.h5: /bench/scores[3, 5000] = inf", "expected a finite score"],
+               ranks=(0, 2))
+check(not os.path.exists(os.path.join(cd, "out")), "validate writes nothing")
+# the good job alone still runs
+jp = write_job(os.path.join(cd, "good.json"), [good_job])
+code, _, err = run(["run", jp, "--quiet"])
+check(code == 0 and os.path.exists(os.path.join(cd, "out", "a.json")), f"the good job alone runs ({code} {err})")
+
 # ---- importers -----------------------------------------------------------------------------------
 idir = os.path.join(d, "import")
 os.makedirs(idir, exist_ok=True)

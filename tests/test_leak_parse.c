@@ -140,6 +140,24 @@ static void rule_ranking(void) {
   pick(NULL, 202003, 200810, -1, "no reply");
 }
 
+/* Python's re.IGNORECASE lets i / I match U+0130 (İ, UTF-8 C4 B0) and U+0131 (ı, C4 B1); PCRE2's
+ * Unicode folding does not. Expected values from NumLeak's patterns under Python's re (tests/leakdata.py):
+ * 5 bps = 5 / 100 = 0.05; (50 / 100 + 150 / 100) / 2 = (0.5 + 1.5) / 2 = 1.0. */
+static void rule_caseless_i(void) {
+  num("5 bas\xc4\xb0s po\xc4\xb0nts", 0.05, "basis points with capital dotted I");
+  num("5 BAS\xc4\xb1S PO\xc4\xb1NTS", 0.05, "BASIS POINTS with dotless i");
+  num("50 bps and 150 bas\xc4\xb1s po\xc4\xb1nts", 1.0, "bps and dotless-i basis points averaged");
+  /* the case-sensitive patterns see the reply unchanged: İ and ı are not in [A-Za-z] */
+  num("\xc4\xb0" "5", 5.0, "a bare number after capital dotted I does not touch an ASCII letter");
+  num("\xc4\xb1" "5", 5.0, "a bare number after dotless i does not touch an ASCII letter");
+  /* percent\b needs a word boundary: İ is a letter, so no hit; the short reply's bare number counts */
+  num("5 PERCENT\xc4\xb0", 5.0, "percent followed by a dotted I is no percent hit");
+  pick("\xc4\xb0 cannot answer that. March 2020", 202003, 200810, -1, "refusal with a capital dotted I");
+  pick("\xc4\xb1 cannot answer. March 2020 or October 2008", 202003, 200810, -1, "refusal with a dotless i");
+  pick("March 2020 vs October 2008. My answer \xc4\xb0s October 2008", 202003, 200810, 1,
+       "strong endorsement with a capital dotted I");
+}
+
 static void rule_entropy(void) {
   /* token 1: p = 1/2, 1/4, 1/8, 1/16, 1/32, rest 1/32: H = .5 + .5 + .375 + .25 + .15625 + .15625 = 1.9375;
    * token 2: p = 1 (and four below 1e-12): H = 0; mean over two tokens = 0.96875; token 3 ignored */
@@ -171,7 +189,8 @@ int main(int argc, char **argv) {
   } rules[] = {{"percent_sign", rule_percent_sign}, {"percent_word", rule_percent_word}, {"bps", rule_bps},
                {"range", rule_range},               {"dashes_nfkc", rule_dashes_nfkc},   {"short_bare", rule_short_bare},
                {"abs_limit", rule_abs_limit},       {"long_bare", rule_long_bare},       {"refusal", rule_refusal},
-               {"ranking", rule_ranking},           {"entropy", rule_entropy},           {"months", rule_months}};
+               {"ranking", rule_ranking},           {"entropy", rule_entropy},           {"months", rule_months},
+               {"caseless_i", rule_caseless_i}};
   int n = (int)(sizeof rules / sizeof rules[0]), ran = 0;
   for (int i = 0; i < n; i++)
     if (argc < 2 || strcmp(argv[1], rules[i].name) == 0) {

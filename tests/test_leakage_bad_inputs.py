@@ -2,6 +2,7 @@
 message naming the file, the dataset / JSON field / option, the row or line and what was expected, and
 writes nothing. The report's value errors name the lowest offending row for any rank count."""
 import os
+import subprocess
 
 from leakdata import gen_panel
 from rdtest import *
@@ -17,7 +18,7 @@ first_unparsed = int(np.flatnonzero(status == 1)[0])
 
 
 def expect_fail(name, args, expect, ranks=0, outdir=None, out_file=None):
-    code, out, err = run(args, ranks=ranks)
+    code, out, err = run(args, ranks=ranks, timeout=120)
     check(code == 2, f"{name}: exit status {code}, expected 2 ({err.strip()[-300:]})")
     lines = [l for l in err.splitlines() if l.startswith("rmdiag: error:")]
     check(len(lines) == 1, f"{name}: exactly one error line, got {lines}")
@@ -93,7 +94,28 @@ def dup_truth(g):
         g[k] = a
 
 
-case("duplicate_truth", dup_truth, expect=["truth rows 8 and 9", "one truth value per (series, month)"])
+with h5py.File(base) as f:
+    dup_series = f["leak/series_names"].asstr()[f["leak/truth_series"][8]]
+case("duplicate_truth", dup_truth, expect=["/leak/truth_month: truth rows 8 and 9", f'series "{dup_series}", month',
+                                           "one truth value per (series, month)"])
+
+
+def month64(ds, i, v):
+    """Sets ds[i] = v in an int64 copy of the dataset (a value beyond int32)."""
+    def m(g):
+        a = g[ds][...].astype(np.int64)
+        a[i] = v
+        del g[ds]
+        g[ds] = a
+    return m
+
+
+# a month beyond int32 is reported as it is in the file (not as a placeholder)
+case("month_int64", month64("month", 13, 2**40), ranks=(0, 2),
+     expect=["/leak/month: row 13:", "a month YYYYMM (MM 01-12), got 1099511627776"])
+case("truth_month_int64", month64("truth_month", 6, -2**35),
+     expect=["/leak/truth_month: truth row 6:", "got -34359738368"])
+case("rank_month_int64", month64("rank/month_b", 2, 2**33), expect=["/leak/rank: row 2:", "month_b", "got 8589934592"])
 case("unknown_family", job_extra={"family": ["S0", "S9"]}, expect=['"family" names series "S9"', "series_names"])
 case("bad_rule", job_extra={"tolerance_rule": "leq"}, expect=['"tolerance_rule" = "leq" is not allowed', '"le", "lt"'])
 case("bad_holdout", job_extra={"holdout_from": 202013}, expect=['"holdout_from" = 202013 is not a month'])
@@ -132,6 +154,63 @@ expect_fail("validate: missing dataset", ["validate", os.path.join(d, "missing_t
             ["dataset /leak/truth_value is missing", "float64 truth values [T]"])
 case("short_value", shorten("value"), expect=["/leak/value has", "expected the same length"])
 case("empty_panel", empty, expect=["/leak/model is empty", "at least one panel row"])
+
+# ---- several jobs: a bad value in a later job is found before any job writes ----
+cd = os.path.join(d, "multi_job")
+os.makedirs(cd, exist_ok=True)
+with h5py.File(base) as src:
+    for name, mutate in (("nan.h5", both(setv("value", first_parsed + 1000, np.nan), setv("value", first_parsed, np.nan))),
+                         ("dup.h5", dup_truth), ("mismatch.h5", setv("value", first_unparsed, 1.5))):
+        with h5py.File(os.path.join(cd, name), "w") as dst:
+            for k in src:
+                src.copy(src[k], dst, name=k)
+            mutate(dst["leak"])
+good_job = {"name": "a", "kind": "leakage", "input": base, "bootstrap": 5, "null_permutations": 5, "signal_series": "S0",
+            "family": ["S0", "S1"]}
+for bad_in, msg, ranks in (("nan.h5", f"/leak/value: row {first_parsed}: expected a finite value with status 0", (0, 3)),
+                           ("dup.h5", f'/leak/truth_month: truth rows 8 and 9 are both for series "{dup_series}"', (0, 2)),
+                           ("mismatch.h5", f"/leak/value: row {first_unparsed}: expected NaN with status 1", (0,))):
+    jp = write_job(os.path.join(cd, "job.json"), [good_job, dict(good_job, name="b", input=bad_in)])
+    for n in ranks:
+        expect_fail(f"multi_job {bad_in} ({n} ranks)", ["run", jp], [os.path.join(cd, bad_in) + ": " + msg], ranks=n)
+        check(not os.path.exists(os.path.join(cd, "out")), f"multi_job {bad_in} ({n} ranks): nothing written, not "
+                                                           "even the folder")
+jp = write_job(os.path.join(cd, "job.json"), [good_job, dict(good_job, name="b", input="nan.h5")])
+for n in (0, 2):
+    expect_fail(f"validate reads the values ({n} ranks)", ["validate", jp],
+                [f"nan.h5: /leak/value: row {first_parsed}:", "finite value with status 0"], ranks=n)
+check(not os.path.exists(os.path.join(cd, "out")), "validate writes nothing")
+
+# ---- replicates that could not be gathered are refused before any is drawn ----
+# a small panel: 4 models x 5 real series x 2 variants = 40 cells, every one with scored rows (21 months with
+# truth, 85 % parsed); 1e8 resamples make 2 x 40 x 1e8 = 8e9 values, 1e8 permutations of the 40 cells (all
+# null targets with family S0..S4) 4e9 draws, both more than 2e9.
+cd = os.path.join(d, "too_many")
+os.makedirs(cd, exist_ok=True)
+small = os.path.join(cd, "small.h5")
+gen_panel(small, M=4, S=6, V=2, K=1, T=24, seed=5, controls=False, chunked=False)
+with h5py.File(small) as f:
+    g = f["leak"]
+    tk = set(zip(g["truth_series"][...].tolist(), g["truth_month"][...].tolist()))
+    scored = {(m, s, v) for m, s, v, mo, st in zip(g["model"][...], g["series"][...], g["variant"][...], g["month"][...],
+                                                   g["status"][...]) if st == 0 and (int(s), int(mo)) in tk}
+check(len(scored) == 40, f"the small panel has 40 cells with scored rows ({len(scored)})")
+small_job = {"name": "big", "kind": "leakage", "input": "small.h5", "bootstrap": 0, "null_permutations": 0}
+for opt, extra, what in (("bootstrap", {"bootstrap": 100000000}, "100000000 resamples x 40 cells with scored rows"),
+                         ("null_permutations", {"null_permutations": 100000000, "family": ["S0", "S1", "S2", "S3", "S4"]},
+                          "100000000 permutations x 40 null target cells")):
+    jp = write_job(os.path.join(cd, opt + ".json"), [dict(small_job, **extra)])
+    for cmd in ("run", "validate"):
+        try:
+            expect_fail(f"{opt} too large ({cmd})", [cmd, jp], [f'"{opt}" = 100000000 is too large for this input', what,
+                        "more than the 2000000000 that can be gathered"], outdir=os.path.join(cd, "out"))
+        except subprocess.TimeoutExpired:
+            check(False, f"{opt} too large ({cmd}): refused at once, not after computing the replicates")
+    check(not os.path.exists(os.path.join(cd, "out")), f"{opt} too large: no output folder")
+# 2 x 40 x 2.4e7 = 1.92e9 values fit (validate computes nothing)
+jp = write_job(os.path.join(cd, "ok.json"), [dict(small_job, bootstrap=24000000)])
+code, _, err = run(["validate", jp], timeout=60)
+check(code == 0, f"2.4e7 resamples of 40 cells (1.92e9 values) pass ({code} {err})")
 
 # ---- importer ----
 ff = os.path.join(d, "ff.csv")

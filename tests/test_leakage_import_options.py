@@ -88,4 +88,45 @@ code, _, err = run(["import", "numleak", "--truth", f"x={truth}", "--no-replies"
                     "--panel", probe, "--set", "model=A", "-o", out])
 with h5py.File(out) as f:
     check("other/reply" not in f and "other/value" in f and "leak" not in f, "--no-replies, --group")
+# A % hit of more than 308 digits reads as inf (Python's float() too; -inf and inf average to NaN): the
+# importer stores it as no number (status 1, NaN; signal NaN; defense blocked) and counts it, so the
+# report accepts the panel.
+big = "1" * 400
+ovf = os.path.join(d, "ovf.jsonl")
+with open(ovf, "w") as f:
+    for month, reply in (("2020-01", big + "%"), ("2020-02", "-" + "9" * 320 + "% or " + "9" * 320 + "%"),
+                         ("2020-03", "2.5%")):
+        f.write(json.dumps({"model_name": "A", "factor": "x", "month": month, "response": reply}) + "\n")
+ovf_sig = os.path.join(d, "ovf_sig.jsonl")
+with open(ovf_sig, "w") as f:
+    f.write(json.dumps({"model_name": "A", "month": "2020-02", "response": big + " bps", "recall": 1.0}) + "\n")
+    f.write(json.dumps({"model_name": "A", "month": "2020-03", "response": "0.5", "recall": 2.0}) + "\n")
+ovf_def = os.path.join(d, "ovf_def.jsonl")
+with open(ovf_def, "w") as f:
+    f.write(json.dumps({"model_name": "A", "month": "2020-02", "defense": "soft", "adv_idx": 3,
+                        "response": big + " percent"}) + "\n")
+    f.write(json.dumps({"model_name": "A", "month": "2020-03", "defense": "soft", "adv_idx": 3, "response": "1%"}) + "\n")
+out2 = os.path.join(d, "ovf.h5")
+code, _, err = run(["import", "numleak", "--truth", f"x={truth}", "--panel", ovf,
+                    "--panel", ovf_sig, "--as", "signal", "--field", "recall=recall",
+                    "--panel", ovf_def, "--as", "defense", "--field", "attack=adv_idx", "-o", out2])
+check(code == 0, f"import with overflowing numbers ({err})")
+log = {role: next((l for l in err.splitlines() if f"({role})" in l), "") for role in ("cells", "signal", "defense")}
+check("1 parsed, 2 with a number beyond float64 (no number)" in log["cells"], f"cells log: {log['cells']}")
+check("1 parsed, 1 with a number beyond float64 (no number)" in log["signal"], f"signal log: {log['signal']}")
+check("1 parsed, 1 with a number beyond float64 (no number)" in log["defense"], f"defense log: {log['defense']}")
+with h5py.File(out2) as f:
+    g = f["leak"]
+    st, v = g["status"][...], g["value"][...]
+    check(list(st) == [1, 1, 0] and np.isnan(v[:2]).all() and v[2] == 2.5, f"overflow -> status 1, NaN: {st} {v}")
+    sg = g["signal/signal"][...]
+    check(np.isnan(sg[0]) and sg[1] == 0.5, f"signal overflow -> NaN: {sg}")
+    check(list(g["defense/blocked"][...]) == [1, 0], "defense overflow -> no number (blocked)")
+jp = write_job(os.path.join(d, "ovf.json"), [{"name": "ovf", "kind": "leakage", "input": "ovf.h5", "bootstrap": 0,
+                                              "null_permutations": 0, "signal_series": "x"}])
+code, _, err = run(["run", jp, "--quiet"])
+check(code == 0, f"the report accepts the imported panel ({code} {err})")
+if code == 0:
+    cell = load_report(os.path.join(d, "out", "ovf.json"))["result"]["cells"][0]
+    check(cell["n_rows"] == 3 and cell["n_parsed"] == 1, f"3 rows, 1 parsed: {cell['n_rows']} {cell['n_parsed']}")
 done()

@@ -1112,6 +1112,50 @@ static int write_outputs(hid_t h5, const bench_plan *p, const double *credit, co
 
 /* ---- run ------------------------------------------------------------------------------------- */
 
+/* Phases 1-2 (collective): rank 0 checks the layout, reads and checks the item tables and resolves
+ * the scheme, and every rank gets the plan; then every rank maps (or reads) its tiles of models x
+ * item blocks and checks their values. Each phase ends agreed, the value errors by their keys, so
+ * the lowest offending index is reported whatever the rank count. */
+static int bench_load(const rd_ctx *ctx, const rd_job *job, bench_plan *p, bench_root *r, bench_rows *w,
+                      rd_status *st) {
+  if (ctx->rank == 0) {
+    hid_t f;
+    if (rd_h5_open(job->input, MPI_COMM_NULL, &f, st) == RD_OK) {
+      bench_prepare(f, job, p, r, st);
+      rd_h5_close(f);
+    }
+  }
+  if (rd_share_status(ctx, st, 0) != RD_OK) return st->code;
+  plan_share(ctx, p);
+  rd_timing_mark(ctx->rank, job->name, "layout+tables");
+  const bench_dims *d = &p->d;
+  if (!d->accuracy_mode) {
+    rank_flat_range(d, ctx->size, ctx->rank, &w->lo, &w->hi);
+    w->m0 = w->lo / d->I;
+    w->m1 = w->hi > w->lo ? (w->hi - 1) / d->I + 1 : w->m0;
+    rows_read(p, job, w, st);
+    if (rd_agree(ctx, st) != RD_OK) return st->code;
+    rd_timing_mark(ctx->rank, job->name, "read+check scores");
+  }
+  return RD_OK;
+}
+
+/* Every check the report would make on the input's values, without computing it. */
+static int bench_check(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd_status *st) {
+  (void)jf;
+  bench_plan p;
+  bench_root r;
+  bench_rows w;
+  memset(&p, 0, sizeof p);
+  memset(&r, 0, sizeof r);
+  memset(&w, 0, sizeof w);
+  bench_load(ctx, job, &p, &r, &w, st);
+  rows_free(&w);
+  bench_plan_free(&p);
+  root_free(&r);
+  return st->code;
+}
+
 static int bench_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd_run_out *out, rd_status *st) {
   const bench_opts *o = job->opts;
   bench_plan p;
@@ -1125,35 +1169,18 @@ static int bench_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf,
   double *mine = NULL, *credit = NULL, *g = NULL, *subset_score = NULL, *ci = NULL, *cmp = NULL;
   rd_progress prog;
 
-  /* Phase 1 (rank 0): layout, item tables, scheme; every rank gets the plan. */
-  if (ctx->rank == 0) {
-    hid_t f;
-    if (rd_h5_open(job->input, MPI_COMM_NULL, &f, st) == RD_OK) {
-      bench_prepare(f, job, &p, &r, st);
-      rd_h5_close(f);
-    }
-  }
-  if (rd_share_status(ctx, st, 0) != RD_OK) goto done;
-  plan_share(ctx, &p);
-  rd_timing_mark(ctx->rank, job->name, "layout+tables");
+  /* Phases 1-2: the plan everywhere; the rank's tiles read (or mapped) and checked. */
+  if (bench_load(ctx, job, &p, &r, &w, st) != RD_OK) goto done;
   const bench_dims *d = &p.d;
   int64_t B = d->accuracy_mode ? 0 : o->bootstrap;
 
   if (!d->accuracy_mode) {
-    /* Phase 2: the rank's tiles of models × item blocks: read (or map) and check. */
-    rank_flat_range(d, ctx->size, ctx->rank, &w.lo, &w.hi);
-    w.m0 = w.lo / d->I;
-    w.m1 = w.hi > w.lo ? (w.hi - 1) / d->I + 1 : w.m0;
-    rows_read(&p, job, &w, st);
-    rd_timing_mark(ctx->rank, job->name, "read+check scores");
-
-    /* Phase 3: per-item credits with the backend kernel; the Ties rows' gaps and spreads. One
-     * agreement ends both phases: value errors carry their keys, so the lowest still wins. */
+    /* Phase 3: per-item credits with the backend kernel; the Ties rows' gaps and spreads. */
     int64_t n = w.hi - w.lo, G = d->M * d->n_prompts * 4;
     mine = malloc(sizeof(double) * (size_t)(n ? n : 1));
     g = malloc(sizeof(double) * (size_t)(G ? G : 1));
     if (!mine || !g) rd_abort(ctx, __FILE__, __LINE__, "out of memory for credits");
-    if (st->code == RD_OK) rows_credits(ctx, &p, &w, mine, g, st);
+    rows_credits(ctx, &p, &w, mine, g, st);
     if (rd_agree(ctx, st) != RD_OK) goto done;
     rows_free(&w);
     rd_timing_mark(ctx->rank, job->name, "credits");
@@ -1235,5 +1262,6 @@ const rd_kind rd_kind_benchmark = {
     .parse = bench_parse,
     .free_opts = bench_free_opts,
     .validate = bench_validate,
+    .check = bench_check,
     .run = bench_run,
 };

@@ -725,6 +725,19 @@ static int add_inline_truth(nl_state *S, const panel_opts *p, int32_t src, const
   return RD_OK;
 }
 
+/* The reply's number (rd_numleak_parse_numeric), where a value beyond float64 (a % hit of more than
+ * 308 digits reads as inf, as Python's float() does, and inf - inf is NaN) counts as no number:
+ * the panel stores only finite parsed values. Such replies are counted in *overflow. */
+static int parse_reply(const char *reply, double *v, int64_t *overflow) {
+  int pr = rd_numleak_parse_numeric(reply, v);
+  if (pr == 1 && !isfinite(*v)) {
+    *v = NAN;
+    (*overflow)++;
+    return 0;
+  }
+  return pr;
+}
+
 static int import_panel(nl_state *S, int32_t src) {
   const panel_opts *p = &S->o.panels[src];
   char *text = NULL;
@@ -781,7 +794,7 @@ static int import_panel(nl_state *S, int32_t src) {
   }
   free(text);
   uint8_t *keep = NULL;
-  int64_t dup = 0, kept = 0, errors = 0, parsed = 0;
+  int64_t dup = 0, kept = 0, errors = 0, parsed = 0, overflow = 0;
   if (rc == RD_OK && n == 0) rc = rd_fail(S->st, RD_EINPUT, "%s: the panel has no rows (expected one JSON object per line)", p->file);
   if (rc == RD_OK) {
     keep = malloc((size_t)n);
@@ -848,7 +861,7 @@ static int import_panel(nl_state *S, int32_t src) {
         errors++;
       } else {
         double v;
-        int pr = rd_numleak_parse_numeric(dst->reply[q], &v);
+        int pr = parse_reply(dst->reply[q], &v, &overflow);
         if (pr < 0) {
           rc = rd_fail(S->st, RD_EINPUT, "%s: line %lld: reply (\"%s\") is not valid UTF-8", p->file, (long long)r->line,
                        p->path[F_REPLY]);
@@ -901,7 +914,7 @@ static int import_panel(nl_state *S, int32_t src) {
       parsed += dst->pick[q] >= 0;
     } else if (p->role == ROLE_SIGNAL) {
       double v;
-      int pr = rd_numleak_parse_numeric(dst->reply[q], &v);
+      int pr = parse_reply(dst->reply[q], &v, &overflow);
       if (pr < 0) {
         rc = rd_fail(S->st, RD_EINPUT, "%s: line %lld: reply is not valid UTF-8", p->file, (long long)r->line);
         break;
@@ -919,7 +932,7 @@ static int import_panel(nl_state *S, int32_t src) {
       if ((rc = name_field(S, p, F_DEFENSE, r, &S->defenses, &dst->defense[q])) != RD_OK) break;
       if ((rc = name_field(S, p, F_ATTACK, r, &S->attacks, &dst->attack[q])) != RD_OK) break;
       double v;
-      int pr = rd_numleak_parse_numeric(dst->reply[q], &v);
+      int pr = parse_reply(dst->reply[q], &v, &overflow);
       if (pr < 0) {
         rc = rd_fail(S->st, RD_EINPUT, "%s: line %lld: reply is not valid UTF-8", p->file, (long long)r->line);
         break;
@@ -932,8 +945,9 @@ static int import_panel(nl_state *S, int32_t src) {
     rc = rd_fail(S->st, RD_EINPUT, "%s: no row passes the --where filters (the panel would be empty)", p->file);
   if (rc == RD_OK && S->log)
     fprintf(S->log, "rmdiag import numleak: %s (%s): %lld rows, %lld kept, %lld duplicates dropped, %lld error rows%s, "
-            "%lld parsed\n", p->file, role_names[p->role], (long long)n, (long long)kept, (long long)dup,
-            (long long)errors, p->role == ROLE_CELLS ? " (status 2)" : " (dropped)", (long long)parsed);
+            "%lld parsed, %lld with a number beyond float64 (no number)\n", p->file, role_names[p->role], (long long)n,
+            (long long)kept, (long long)dup, (long long)errors, p->role == ROLE_CELLS ? " (status 2)" : " (dropped)",
+            (long long)parsed, (long long)overflow);
   for (int64_t i = 0; i < n; i++) cJSON_Delete(jr[i].obj);
   free(jr);
   free(keep);

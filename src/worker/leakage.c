@@ -290,9 +290,11 @@ static void data_free(leak_data *d) {
 
 static int valid_month(int64_t m) { return m >= 100001 && m <= 999912 && m % 100 >= 1 && m % 100 <= 12; }
 
-/* Reads a whole 1-D integer dataset into int32 after a range check naming the first bad element. */
+/* Reads a whole 1-D integer dataset into int32 after a range check naming the first bad element. With
+ * bad_at, out-of-range elements become INT32_MIN and the lowest one's index and original value go to
+ * *bad_at and *bad_val, for the row checks to report in row order. */
 static int read_i32(hid_t f, const char *file, const rd_dsinfo *info, int64_t lo, int64_t hi, const char *expect,
-                    int32_t **out, int64_t *bad_at, rd_status *st) {
+                    int32_t **out, int64_t *bad_at, int64_t *bad_val, rd_status *st) {
   int64_t n = info->dims[0];
   int64_t *tmp = rd_malloc(sizeof(int64_t) * (size_t)(n ? n : 1), st, info->path);
   *out = rd_malloc(sizeof(int32_t) * (size_t)(n ? n : 1), st, info->path);
@@ -308,7 +310,10 @@ static int read_i32(hid_t f, const char *file, const rd_dsinfo *info, int64_t lo
     if (tmp[i] < lo || tmp[i] > hi) {
       if (bad_at) {
         /* reported with the row checks, in row order */
-        if (*bad_at < 0 || i < *bad_at) *bad_at = i;
+        if (*bad_at < 0 || i < *bad_at) {
+          *bad_at = i;
+          *bad_val = tmp[i];
+        }
         (*out)[i] = INT32_MIN;
         continue;
       }
@@ -348,27 +353,41 @@ static int64_t find_name(const leak_names *nm, const char *name) {
   return -1;
 }
 
+typedef struct kv {
+  int64_t key;
+  int64_t idx;
+} kv;
+
+static int kv_cmp(const void *a, const void *b) {
+  const kv *x = a, *y = b;
+  if (x->key != y->key) return x->key < y->key ? -1 : 1;
+  return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
 /* The first problem of panel row i (the dataset's name, with what was expected in `detail`), or NULL.
- * Out-of-range integers were marked INT32_MIN (or recorded in bad[]) when read. */
-static const char *row_problem(const leak_data *d, const int64_t *bad, int64_t i, char *detail, size_t n) {
+ * Out-of-range integers were marked INT32_MIN when read, the lowest one per dataset recorded in bad[]
+ * with its original value in badv[] (row i is the lowest row with a problem, so a marked column of
+ * row i is that column's lowest bad row). */
+static const char *row_problem(const leak_data *d, const int64_t *bad, const int64_t *badv, int64_t i, char *detail,
+                               size_t n) {
   if (d->model[i] == INT32_MIN) {
-    snprintf(detail, n, "an index into model_names (0..%lld)", (long long)d->M - 1);
+    snprintf(detail, n, "an index into model_names (0..%lld), got %lld", (long long)d->M - 1, (long long)badv[0]);
     return "model";
   }
   if (d->series[i] == INT32_MIN) {
-    snprintf(detail, n, "an index into series_names (0..%lld)", (long long)d->S - 1);
+    snprintf(detail, n, "an index into series_names (0..%lld), got %lld", (long long)d->S - 1, (long long)badv[1]);
     return "series";
   }
   if (d->variant[i] == INT32_MIN) {
-    snprintf(detail, n, "an index into variant_names (0..%lld)", (long long)d->V - 1);
+    snprintf(detail, n, "an index into variant_names (0..%lld), got %lld", (long long)d->V - 1, (long long)badv[2]);
     return "variant";
   }
   if (bad[3] == i) {
-    snprintf(detail, n, "an int32 seed");
+    snprintf(detail, n, "an int32 seed, got %lld", (long long)badv[3]);
     return "seed";
   }
   if (bad[4] == i || !valid_month(d->month[i])) {
-    snprintf(detail, n, "a month YYYYMM (MM 01-12), got %d", d->month[i]);
+    snprintf(detail, n, "a month YYYYMM (MM 01-12), got %lld", bad[4] == i ? (long long)badv[4] : (long long)d->month[i]);
     return "month";
   }
   if (d->status[i] == 255) {
@@ -421,11 +440,12 @@ static int leak_read(hid_t f, const rd_job *job, const leak_layout *L, leak_data
   }
   /* panel rows: integer columns (ranges checked row by row below), values, status */
   int64_t bad[5] = {-1, -1, -1, -1, -1};
-  RD_TRY(read_i32(f, file, &ds[DS_MODEL], 0, d->M - 1, NULL, &d->model, &bad[0], st));
-  RD_TRY(read_i32(f, file, &ds[DS_SERIES], 0, d->S - 1, NULL, &d->series, &bad[1], st));
-  RD_TRY(read_i32(f, file, &ds[DS_VARIANT], 0, d->V - 1, NULL, &d->variant, &bad[2], st));
-  RD_TRY(read_i32(f, file, &ds[DS_SEED], INT32_MIN, INT32_MAX, NULL, &d->seed, &bad[3], st));
-  RD_TRY(read_i32(f, file, &ds[DS_MONTH], INT32_MIN, INT32_MAX, NULL, &d->month, &bad[4], st));
+  int64_t badv[5] = {0};
+  RD_TRY(read_i32(f, file, &ds[DS_MODEL], 0, d->M - 1, NULL, &d->model, &bad[0], &badv[0], st));
+  RD_TRY(read_i32(f, file, &ds[DS_SERIES], 0, d->S - 1, NULL, &d->series, &bad[1], &badv[1], st));
+  RD_TRY(read_i32(f, file, &ds[DS_VARIANT], 0, d->V - 1, NULL, &d->variant, &bad[2], &badv[2], st));
+  RD_TRY(read_i32(f, file, &ds[DS_SEED], INT32_MIN, INT32_MAX, NULL, &d->seed, &bad[3], &badv[3], st));
+  RD_TRY(read_i32(f, file, &ds[DS_MONTH], INT32_MIN, INT32_MAX, NULL, &d->month, &bad[4], &badv[4], st));
   RD_TRY(read_f64(f, file, &ds[DS_VALUE], &d->value, st));
   d->status = rd_malloc((size_t)(d->Q ? d->Q : 1), st, "status");
   if (!d->status) return st->code;
@@ -442,37 +462,61 @@ static int leak_read(hid_t f, const rd_job *job, const leak_layout *L, leak_data
   if (d->has_entropy) RD_TRY(read_f64(f, file, &ds[DS_ENTROPY], &d->entropy, st));
   for (int64_t i = 0; i < d->Q; i++) {
     char detail[200];
-    const char *what = row_problem(d, bad, i, detail, sizeof detail);
+    const char *what = row_problem(d, bad, badv, i, detail, sizeof detail);
     if (what)
       return rd_fail_at(st, RD_EINPUT, i, "%s: %s/%s: row %lld: expected %s", file, job->group, what, (long long)i, detail);
   }
   /* truth */
   int64_t tbad[2] = {-1, -1};
-  RD_TRY(read_i32(f, file, &ds[DS_T_SERIES], 0, d->S - 1, NULL, &d->t_series, &tbad[0], st));
-  RD_TRY(read_i32(f, file, &ds[DS_T_MONTH], INT32_MIN, INT32_MAX, NULL, &d->t_month, &tbad[1], st));
+  int64_t tbadv[2] = {0};
+  RD_TRY(read_i32(f, file, &ds[DS_T_SERIES], 0, d->S - 1, NULL, &d->t_series, &tbad[0], &tbadv[0], st));
+  RD_TRY(read_i32(f, file, &ds[DS_T_MONTH], INT32_MIN, INT32_MAX, NULL, &d->t_month, &tbad[1], &tbadv[1], st));
   RD_TRY(read_f64(f, file, &ds[DS_T_VALUE], &d->t_value, st));
-  for (int64_t j = 0; j < d->T; j++) {
+  /* the lowest truth row with a bad value, then the lowest that repeats an earlier row's (series, month) */
+  int64_t tb = d->T;
+  for (int64_t j = 0; j < d->T && tb == d->T; j++)
+    if (d->t_series[j] == INT32_MIN || tbad[1] == j || !valid_month(d->t_month[j]) || !isfinite(d->t_value[j])) tb = j;
+  {
+    kv *t = rd_malloc(sizeof(kv) * (size_t)(tb ? tb : 1), st, "truth rows");
+    if (!t) return st->code;
+    for (int64_t j = 0; j < tb; j++) t[j] = (kv){(int64_t)d->t_series[j] << 24 | d->t_month[j], j};
+    qsort(t, (size_t)tb, sizeof *t, kv_cmp);
+    int64_t first = -1, again = -1;
+    /* sorted by (key, row): a group's first two entries are its earliest row and the earliest repeat */
+    for (int64_t j = 1; j < tb; j++)
+      if (t[j].key == t[j - 1].key && (j == 1 || t[j - 2].key != t[j].key) && (again < 0 || t[j].idx < again)) {
+        first = t[j - 1].idx;
+        again = t[j].idx;
+      }
+    free(t);
+    if (again >= 0)
+      return rd_fail(st, RD_EINPUT, "%s: %s/truth_month: truth rows %lld and %lld are both for series \"%s\", month "
+                     "%d; expected one truth value per (series, month)", file, job->group, (long long)first,
+                     (long long)again, name_of(d, 1, d->t_series[again]), d->t_month[again]);
+  }
+  if (tb < d->T) {
+    int64_t j = tb;
     if (d->t_series[j] == INT32_MIN)
-      return rd_fail(st, RD_EINPUT, "%s: %s/truth_series: truth row %lld: expected an index into series_names (0..%lld)",
-                     file, job->group, (long long)j, (long long)d->S - 1);
+      return rd_fail(st, RD_EINPUT, "%s: %s/truth_series: truth row %lld: expected an index into series_names "
+                     "(0..%lld), got %lld", file, job->group, (long long)j, (long long)d->S - 1, (long long)tbadv[0]);
     if (tbad[1] == j || !valid_month(d->t_month[j]))
-      return rd_fail(st, RD_EINPUT, "%s: %s/truth_month: truth row %lld: expected a month YYYYMM (MM 01-12), got %d",
-                     file, job->group, (long long)j, d->t_month[j]);
-    if (!isfinite(d->t_value[j]))
-      return rd_fail(st, RD_EINPUT, "%s: %s/truth_value: truth row %lld (series \"%s\", month %d) is %g; expected a "
-                     "finite value (a month without truth has no truth row)", file, job->group, (long long)j,
-                     name_of(d, 1, d->t_series[j]), d->t_month[j], d->t_value[j]);
+      return rd_fail(st, RD_EINPUT, "%s: %s/truth_month: truth row %lld: expected a month YYYYMM (MM 01-12), got %lld",
+                     file, job->group, (long long)j, tbad[1] == j ? (long long)tbadv[1] : (long long)d->t_month[j]);
+    return rd_fail(st, RD_EINPUT, "%s: %s/truth_value: truth row %lld (series \"%s\", month %d) is %g; expected a "
+                   "finite value (a month without truth has no truth row)", file, job->group, (long long)j,
+                   name_of(d, 1, d->t_series[j]), d->t_month[j], d->t_value[j]);
   }
   /* ranking, signal, defense groups */
   if (d->has_rank) {
     d->R = ds[DS_R_MODEL].dims[0];
     int64_t rb[5] = {-1, -1, -1, -1, -1};
-    RD_TRY(read_i32(f, file, &ds[DS_R_MODEL], 0, d->M - 1, NULL, &d->r_model, &rb[0], st));
-    RD_TRY(read_i32(f, file, &ds[DS_R_SERIES], 0, d->S - 1, NULL, &d->r_series, &rb[1], st));
-    RD_TRY(read_i32(f, file, &ds[DS_R_A], INT32_MIN, INT32_MAX, NULL, &d->r_a, &rb[2], st));
-    RD_TRY(read_i32(f, file, &ds[DS_R_B], INT32_MIN, INT32_MAX, NULL, &d->r_b, &rb[3], st));
+    int64_t rbv[5] = {0};
+    RD_TRY(read_i32(f, file, &ds[DS_R_MODEL], 0, d->M - 1, NULL, &d->r_model, &rb[0], &rbv[0], st));
+    RD_TRY(read_i32(f, file, &ds[DS_R_SERIES], 0, d->S - 1, NULL, &d->r_series, &rb[1], &rbv[1], st));
+    RD_TRY(read_i32(f, file, &ds[DS_R_A], INT32_MIN, INT32_MAX, NULL, &d->r_a, &rb[2], &rbv[2], st));
+    RD_TRY(read_i32(f, file, &ds[DS_R_B], INT32_MIN, INT32_MAX, NULL, &d->r_b, &rb[3], &rbv[3], st));
     int32_t *pk = NULL;
-    RD_TRY(read_i32(f, file, &ds[DS_R_PICK], -1, 1, NULL, &pk, &rb[4], st));
+    RD_TRY(read_i32(f, file, &ds[DS_R_PICK], -1, 1, NULL, &pk, &rb[4], &rbv[4], st));
     d->r_pick = rd_malloc((size_t)(d->R ? d->R : 1), st, "rank/pick");
     if (!d->r_pick) {
       free(pk);
@@ -482,25 +526,38 @@ static int leak_read(hid_t f, const rd_job *job, const leak_layout *L, leak_data
     free(pk);
     for (int64_t i = 0; i < d->R; i++) {
       const char *what = d->r_model[i] == INT32_MIN ? "model (an index into model_names)"
-                         : d->r_series[i] == INT32_MIN ? "series (an index into series_names)"
-                         : (rb[2] == i || !valid_month(d->r_a[i])) ? "month_a (a month YYYYMM)"
-                         : (rb[3] == i || !valid_month(d->r_b[i])) ? "month_b (a month YYYYMM)"
-                         : d->r_pick[i] == -2 ? "pick (0 = month_a, 1 = month_b, -1 = no pick)" : NULL;
+                         : d->r_series[i] == INT32_MIN ? "series (an index into series_names)" : NULL;
       if (what)
-        return rd_fail(st, RD_EINPUT, "%s: %s/rank: row %lld: expected %s", file, job->group, (long long)i, what);
+        return rd_fail(st, RD_EINPUT, "%s: %s/rank: row %lld: expected %s, got %lld", file, job->group, (long long)i,
+                       what, (long long)(d->r_model[i] == INT32_MIN ? rbv[0] : rbv[1]));
+      for (int k = 2; k < 4; k++) {
+        const int32_t *mo = k == 2 ? d->r_a : d->r_b;
+        if (rb[k] == i || !valid_month(mo[i]))
+          return rd_fail(st, RD_EINPUT, "%s: %s/rank: row %lld: expected %s (a month YYYYMM, MM 01-12), got %lld", file,
+                         job->group, (long long)i, k == 2 ? "month_a" : "month_b",
+                         rb[k] == i ? (long long)rbv[k] : (long long)mo[i]);
+      }
+      if (d->r_pick[i] == -2)
+        return rd_fail(st, RD_EINPUT, "%s: %s/rank: row %lld: expected pick (0 = month_a, 1 = month_b, -1 = no pick), "
+                       "got %lld", file, job->group, (long long)i, (long long)rbv[4]);
     }
   }
   if (d->has_signal) {
     d->G = ds[DS_G_MODEL].dims[0];
     int64_t gb[2] = {-1, -1};
-    RD_TRY(read_i32(f, file, &ds[DS_G_MODEL], 0, d->M - 1, NULL, &d->g_model, &gb[0], st));
-    RD_TRY(read_i32(f, file, &ds[DS_G_MONTH], INT32_MIN, INT32_MAX, NULL, &d->g_month, &gb[1], st));
+    int64_t gbv[2] = {0};
+    RD_TRY(read_i32(f, file, &ds[DS_G_MODEL], 0, d->M - 1, NULL, &d->g_model, &gb[0], &gbv[0], st));
+    RD_TRY(read_i32(f, file, &ds[DS_G_MONTH], INT32_MIN, INT32_MAX, NULL, &d->g_month, &gb[1], &gbv[1], st));
     RD_TRY(read_f64(f, file, &ds[DS_G_SIGNAL], &d->g_signal, st));
     RD_TRY(read_f64(f, file, &ds[DS_G_RECALL], &d->g_recall, st));
     for (int64_t i = 0; i < d->G; i++) {
-      const char *what = d->g_model[i] == INT32_MIN ? "model (an index into model_names)"
-                         : (gb[1] == i || !valid_month(d->g_month[i])) ? "month (a month YYYYMM)"
-                         : isinf(d->g_signal[i]) ? "signal (a finite value, or NaN when the reply gave none)"
+      if (d->g_model[i] == INT32_MIN)
+        return rd_fail(st, RD_EINPUT, "%s: %s/signal: row %lld: expected model (an index into model_names), got %lld",
+                       file, job->group, (long long)i, (long long)gbv[0]);
+      if (gb[1] == i || !valid_month(d->g_month[i]))
+        return rd_fail(st, RD_EINPUT, "%s: %s/signal: row %lld: expected month (a month YYYYMM, MM 01-12), got %lld",
+                       file, job->group, (long long)i, gb[1] == i ? (long long)gbv[1] : (long long)d->g_month[i]);
+      const char *what = isinf(d->g_signal[i]) ? "signal (a finite value, or NaN when the reply gave none)"
                          : isinf(d->g_recall[i]) ? "recall (a finite value, or NaN when none)" : NULL;
       if (what)
         return rd_fail(st, RD_EINPUT, "%s: %s/signal: row %lld: expected %s", file, job->group, (long long)i, what);
@@ -513,20 +570,22 @@ static int leak_read(hid_t f, const rd_job *job, const leak_layout *L, leak_data
     d->NA = d->names[4].n;
     d->D = ds[DS_D_DEFENSE].dims[0];
     int64_t db[4] = {-1, -1, -1, -1};
-    RD_TRY(read_i32(f, file, &ds[DS_D_DEFENSE], 0, d->ND - 1, NULL, &d->d_defense, &db[0], st));
-    RD_TRY(read_i32(f, file, &ds[DS_D_ATTACK], 0, d->NA - 1, NULL, &d->d_attack, &db[1], st));
-    RD_TRY(read_i32(f, file, &ds[DS_D_MODEL], 0, d->M - 1, NULL, &d->d_model, &db[2], st));
-    RD_TRY(read_i32(f, file, &ds[DS_D_MONTH], INT32_MIN, INT32_MAX, NULL, &d->d_month, &db[3], st));
+    int64_t dbv[4] = {0};
+    RD_TRY(read_i32(f, file, &ds[DS_D_DEFENSE], 0, d->ND - 1, NULL, &d->d_defense, &db[0], &dbv[0], st));
+    RD_TRY(read_i32(f, file, &ds[DS_D_ATTACK], 0, d->NA - 1, NULL, &d->d_attack, &db[1], &dbv[1], st));
+    RD_TRY(read_i32(f, file, &ds[DS_D_MODEL], 0, d->M - 1, NULL, &d->d_model, &db[2], &dbv[2], st));
+    RD_TRY(read_i32(f, file, &ds[DS_D_MONTH], INT32_MIN, INT32_MAX, NULL, &d->d_month, &db[3], &dbv[3], st));
     d->d_blocked = rd_malloc((size_t)(d->D ? d->D : 1), st, "defense/blocked");
     if (!d->d_blocked) return st->code;
     RD_TRY(rd_h5_read_flag_rows(f, file, &ds[DS_D_BLOCKED], 0, d->D, d->d_blocked, st));
     for (int64_t i = 0; i < d->D; i++) {
-      const char *what = d->d_defense[i] == INT32_MIN ? "defense (an index into defense_names)"
-                         : d->d_attack[i] == INT32_MIN ? "attack (an index into attack_names)"
-                         : d->d_model[i] == INT32_MIN ? "model (an index into model_names)"
-                         : (db[3] == i || !valid_month(d->d_month[i])) ? "month (a month YYYYMM)" : NULL;
-      if (what)
-        return rd_fail(st, RD_EINPUT, "%s: %s/defense: row %lld: expected %s", file, job->group, (long long)i, what);
+      int k = d->d_defense[i] == INT32_MIN ? 0 : d->d_attack[i] == INT32_MIN ? 1 : d->d_model[i] == INT32_MIN ? 2
+              : (db[3] == i || !valid_month(d->d_month[i])) ? 3 : -1;
+      static const char *const what[4] = {"defense (an index into defense_names)", "attack (an index into attack_names)",
+                                          "model (an index into model_names)", "month (a month YYYYMM, MM 01-12)"};
+      if (k >= 0)
+        return rd_fail(st, RD_EINPUT, "%s: %s/defense: row %lld: expected %s, got %lld", file, job->group, (long long)i,
+                       what[k], k == 3 && db[3] != i ? (long long)d->d_month[i] : (long long)dbv[k]);
     }
   }
   /* options that name series or attacks */
@@ -607,17 +666,6 @@ static void leak_share(const rd_ctx *ctx, leak_data *d) {
 }
 
 /* ---- derived tables (the same on every rank) --------------------------------------------------------- */
-
-typedef struct kv {
-  int64_t key;
-  int64_t idx;
-} kv;
-
-static int kv_cmp(const void *a, const void *b) {
-  const kv *x = a, *y = b;
-  if (x->key != y->key) return x->key < y->key ? -1 : 1;
-  return x->idx < y->idx ? -1 : x->idx > y->idx;
-}
 
 /* Binary search of `key` among n sorted keys; -1 when absent. */
 static int64_t find_key(const int64_t *keys, int64_t n, int64_t key) {
@@ -707,15 +755,8 @@ static int build_truth(leak_work *w, rd_status *st) {
   }
   for (int64_t j = 0; j < d->T; j++) t[j] = (kv){tkey(d->t_series[j], d->t_month[j]), j};
   qsort(t, (size_t)d->T, sizeof *t, kv_cmp);
+  /* the keys are distinct: leak_read refused repeated (series, month) truth rows */
   for (int64_t j = 0; j < d->T; j++) {
-    if (j > 0 && t[j].key == t[j - 1].key) {
-      int64_t a = t[j - 1].idx, b = t[j].idx;
-      free(t);
-      /* reported the same on every rank: the truth rows are identical everywhere */
-      return rd_fail(st, RD_EINPUT, "%s: %s/truth_month: truth rows %lld and %lld are both for series %d, month %d; "
-                     "expected one truth value per (series, month)", w->file, w->group, (long long)a, (long long)b,
-                     d->t_series[b], d->t_month[b]);
-    }
     w->t_keys[j] = t[j].key;
     w->t_vals[j] = d->t_value[t[j].idx];
   }
@@ -1720,7 +1761,91 @@ static int leak_write_h5(hid_t h5, const leak_work *w, rd_status *st) {
   return rc;
 }
 
-/* ---- run ----------------------------------------------------------------------------------------------- */
+/* ---- load, check, run ------------------------------------------------------------------------------------ */
+
+/* Every task's results are gathered on rank 0 in one message counted in int (rd_run_tasks): at most
+ * INT32_MAX doubles, task lengths included. The results other than the replicates are bounded by their
+ * sizes (per cell: pooled, holdout and entropy values, plus one metrics row per seed, at most one per
+ * row; per control: a row per model, (model, series), (defense, model) or defense), and the chunk
+ * headers (at most 16 per rank) by the margin under INT32_MAX, so the check does not depend on the
+ * rank count. */
+#define LEAK_MAX_RESULTS 2000000000.0
+
+/* Refuses, before any replicate is drawn, a job whose bootstrap replicates (2 values per resample and
+ * cell with a scored row) and null draws (1 per permutation and target cell) could not be gathered. */
+static int leak_size_check(const leak_work *w, const rd_job *job, rd_status *st) {
+  const leak_data *d = w->d;
+  const leak_opts *o = w->o;
+  int64_t nb = 0, nt = 0;
+  for (int64_t c = 0; c < w->C; c++) {
+    int scored = 0;
+    for (int64_t j = w->cell_off[c]; j < w->cell_off[c + 1] && !scored; j++) {
+      int64_t i = w->cell_rows[j];
+      scored = d->status[i] == 0 && !isnan(w->row_truth[i]);
+    }
+    nb += scored;
+    int64_t m, s, v;
+    cell_parts(w, c, &m, &s, &v);
+    for (int q = 0; q < d->n_family; q++) nt += d->family[q] == s;
+  }
+  if (d->n_family < 2 || o->null_permutations == 0) nt = 0;
+  double boot = 2.0 * (double)nb * (double)o->bootstrap, null = (double)nt * (double)o->null_permutations;
+  double other = (MT_N + 1.0) * (double)d->Q + (4.0 * MT_N + 8.0) * (double)w->C + 16.0 * (double)d->M +
+                 12.0 * (double)d->R + 21.0 * (double)d->D + CTL_N + 2.0;
+  if (boot + null + other <= LEAK_MAX_RESULTS) return RD_OK;
+  return rd_fail(st, RD_EINPUT, "%s: \"%s\" = %lld is too large for this input: %lld resamples x %lld cells with scored "
+                 "rows x 2 values + %lld permutations x %lld null target cells = %.0f replicate values, more than the "
+                 "%.0f that can be gathered; use fewer resamples or permutations", job->where.path,
+                 boot >= null ? "bootstrap" : "null_permutations",
+                 (long long)(boot >= null ? o->bootstrap : o->null_permutations), (long long)o->bootstrap,
+                 (long long)nb, (long long)o->null_permutations, (long long)nt, boot + null, LEAK_MAX_RESULTS);
+}
+
+/* Phases 1-2 (collective). Phase 1 (rank 0): layout, every value checked, option names resolved; then
+ * broadcast. Phase 2 (every rank, identical): truth join, cells, the size of the replicates, bootstrap
+ * rows, null tables. */
+static int leak_load(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, leak_data *d, leak_work *w,
+                     rd_status *st) {
+  if (ctx->rank == 0) {
+    hid_t f;
+    if (rd_h5_open(job->input, MPI_COMM_NULL, &f, st) == RD_OK) {
+      leak_layout L;
+      memset(&L, 0, sizeof L);
+      if (leak_check_layout(f, job, &L, st) == RD_OK) leak_read(f, job, &L, d, st);
+      rd_h5_close(f);
+    }
+  }
+  if (rd_share_status(ctx, st, 0) != RD_OK) return st->code;
+  leak_share(ctx, d);
+  rd_timing_mark(ctx->rank, job->name, "read+check+broadcast");
+
+  const leak_opts *o = job->opts;
+  w->file = job->input;
+  w->group = job->group;
+  w->o = o;
+  w->d = d;
+  w->tol_micro = llround(o->tolerance * 1e6);
+  w->backend = ctx->backend;
+  rd_stream sb, sn;
+  rd_stream_init(&sb, jf->seed, job->name, "leak.bootstrap");
+  rd_stream_init(&sn, jf->seed, job->name, "leak.null");
+  if (build_truth(w, st) == RD_OK && build_cells(w, st) == RD_OK && leak_size_check(w, job, st) == RD_OK &&
+      build_boot(w, &sb, st) == RD_OK)
+    build_null(w, &sn, st);
+  return rd_agree(ctx, st);
+}
+
+/* Every check the report would make on the input's values, without computing it. */
+static int leak_check(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd_status *st) {
+  leak_data d;
+  leak_work w;
+  memset(&d, 0, sizeof d);
+  memset(&w, 0, sizeof w);
+  leak_load(ctx, job, jf, &d, &w, st);
+  work_free(&w);
+  data_free(&d);
+  return st->code;
+}
 
 static int leak_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd_run_out *out, rd_status *st) {
   const leak_opts *o = job->opts;
@@ -1733,33 +1858,8 @@ static int leak_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, 
   rd_progress prog;
   memset(&prog, 0, sizeof prog);
 
-  /* Phase 1 (rank 0): layout, every value checked, option names resolved; then broadcast. */
-  if (ctx->rank == 0) {
-    hid_t f;
-    if (rd_h5_open(job->input, MPI_COMM_NULL, &f, st) == RD_OK) {
-      leak_layout L;
-      memset(&L, 0, sizeof L);
-      if (leak_check_layout(f, job, &L, st) == RD_OK) leak_read(f, job, &L, &d, st);
-      rd_h5_close(f);
-    }
-  }
-  if (rd_share_status(ctx, st, 0) != RD_OK) goto done;
-  leak_share(ctx, &d);
-  rd_timing_mark(ctx->rank, job->name, "read+check+broadcast");
-
-  /* Phase 2 (every rank, identical): truth join, cells, bootstrap rows, null tables, chunks. */
-  w.file = job->input;
-  w.group = job->group;
-  w.o = o;
-  w.d = &d;
-  w.tol_micro = llround(o->tolerance * 1e6);
-  w.backend = ctx->backend;
-  rd_stream sb, sn;
-  rd_stream_init(&sb, jf->seed, job->name, "leak.bootstrap");
-  rd_stream_init(&sn, jf->seed, job->name, "leak.null");
-  if (build_truth(&w, st) == RD_OK && build_cells(&w, st) == RD_OK && build_boot(&w, &sb, st) == RD_OK)
-    build_null(&w, &sn, st);
-  if (rd_agree(ctx, st) != RD_OK) goto done;
+  /* Phases 1-2: the panel read and checked, shared; the derived tables everywhere. */
+  if (leak_load(ctx, job, jf, &d, &w, st) != RD_OK) goto done;
   int64_t nch = 8 * (int64_t)ctx->size;
   w.n_boot_chunks = o->bootstrap > 0 ? cut_chunks(w.NB, w.boot_off, o->bootstrap, nch, &w.boot_bounds) : 0;
   w.n_null_chunks = cut_chunks(w.NT, w.null_off, o->null_permutations, nch, &w.null_bounds);
@@ -1831,5 +1931,6 @@ const rd_kind rd_kind_leakage = {
     .parse = leak_parse,
     .free_opts = leak_free_opts,
     .validate = leak_validate,
+    .check = leak_check,
     .run = leak_run,
 };

@@ -144,6 +144,28 @@ char *rd_numleak_normalize(const char *text) {
   return (char *)nf;
 }
 
+/* The copy of a normalised reply that the caseless patterns search: Python's re.IGNORECASE lets an
+ * ASCII i or I match U+0130 (capital I with dot above) and U+0131 (dotless i), which PCRE2's Unicode
+ * case folding does not, so both become 'i' here (NFKC has already folded the other two non-ASCII
+ * letters Python matches, U+017F long s and U+212A Kelvin sign, to ASCII). One code point stays one
+ * code point, so code-point positions agree with the original; byte offsets refer to the copy. */
+static char *caseless_copy(const char *s, size_t len, size_t *out_len) {
+  char *c = malloc(len + 1);
+  if (!c) return NULL;
+  size_t w = 0;
+  for (size_t i = 0; i < len;) {
+    if ((unsigned char)s[i] == 0xC4 && i + 1 < len && ((unsigned char)s[i + 1] == 0xB0 || (unsigned char)s[i + 1] == 0xB1)) {
+      c[w++] = 'i';
+      i += 2;
+    } else {
+      c[w++] = s[i++];
+    }
+  }
+  c[w] = '\0';
+  *out_len = w;
+  return c;
+}
+
 static size_t code_points(const char *s, size_t bytes) {
   size_t n = 0;
   for (size_t i = 0; i < bytes; i++) n += ((unsigned char)s[i] & 0xC0) != 0x80;
@@ -192,19 +214,28 @@ int rd_numleak_parse_numeric(const char *text, double *value) {
     free(s);
     return 0;
   }
-  /* every % hit, then every "percent" hit, then every bps hit / 100, averaged in that order */
+  size_t clen = 0;
+  char *c = caseless_copy(s, len, &clen);
+  if (!c) {
+    free(s);
+    return -1;
+  }
+  /* every % hit, then every "percent" hit, then every bps hit / 100, averaged in that order (the
+   * caseless word forms search the caseless copy) */
   double sum = 0.0;
   int64_t hits = 0;
   static const int pats[3] = {RX_PCT, RX_PERCENT, RX_BPS};
   for (int p = 0; p < 3; p++) {
-    size_t pos = 0, ov[4];
-    while (pos <= len && rx_find(pats[p], s, len, pos, ov, 1)) {
-      double v = match_number(s, ov[2], ov[3]);
+    const char *t = rx_caseless[pats[p]] ? c : s;
+    size_t tlen = rx_caseless[pats[p]] ? clen : len, pos = 0, ov[4];
+    while (pos <= tlen && rx_find(pats[p], t, tlen, pos, ov, 1)) {
+      double v = match_number(t, ov[2], ov[3]);
       sum += pats[p] == RX_BPS ? v / 100.0 : v;
       hits++;
       pos = ov[1] > ov[0] ? ov[1] : ov[0] + 1;
     }
   }
+  free(c);
   int found = 0;
   if (hits > 0) {
     *value = sum / (double)hits;
@@ -262,9 +293,13 @@ static int32_t key_of(const char *s, const size_t *ov) {
 int rd_numleak_parse_comparative(const char *text, int32_t month_a, int32_t month_b) {
   if (!text) return -1;
   if (rx_init() != 0) return -2;
-  char *s = rd_numleak_normalize(text);
+  char *n = rd_numleak_normalize(text);
+  if (!n) return -2;
+  /* every pattern here is caseless: all of them search the caseless copy */
+  size_t len = 0;
+  char *s = caseless_copy(n, strlen(n), &len);
+  free(n);
   if (!s) return -2;
-  size_t len = strlen(s);
   int pick = -1;
   if (len == 0) goto out;
   /* every month-year mention that names a candidate: (start in code points, key) */
