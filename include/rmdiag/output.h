@@ -15,7 +15,11 @@ void rd_signals_install(void);
 /* Registers / unregisters a temporary path for removal on a signal (at most a few at a time). */
 void rd_tmp_register(const char *path);
 void rd_tmp_unregister(const char *path);
-/* Removes every registered temporary file (signal handlers, aborts). Async-signal-safe. */
+/* Registers the output folder a run created (NULL: none), to be removed with the temporary files
+ * when it is empty. */
+void rd_made_dir_register(const char *dir);
+/* Removes every registered temporary file, and the registered folder if empty (signal handlers,
+ * aborts). Async-signal-safe. */
 void rd_tmp_cleanup(void);
 /* Set by the handler; long loops may poll it. */
 extern volatile int rd_interrupted;

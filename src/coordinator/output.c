@@ -27,9 +27,21 @@ volatile int rd_interrupted = 0;
 static char tmp_paths[TMP_SLOTS][TMP_LEN];
 static volatile sig_atomic_t tmp_used[TMP_SLOTS];
 
+/* An output folder this run created: removed (if empty) with the temporary files. */
+static char made_dir[TMP_LEN];
+static volatile sig_atomic_t made_dir_set;
+
+void rd_made_dir_register(const char *dir) {
+  made_dir_set = 0;
+  if (!dir) return;
+  snprintf(made_dir, sizeof made_dir, "%s", dir);
+  made_dir_set = 1;
+}
+
 void rd_tmp_cleanup(void) {
   for (int i = 0; i < TMP_SLOTS; i++)
     if (tmp_used[i]) unlink(tmp_paths[i]);
+  if (made_dir_set) rmdir(made_dir);  /* fails harmlessly unless empty */
 }
 
 static void on_signal(int sig) {

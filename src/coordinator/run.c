@@ -339,6 +339,7 @@ int rd_cmd_run(rd_ctx *ctx, const char *jobpath, const rd_run_flags *fl, rd_stat
   if (any_write && ctx->rank == 0) {
     made_dir = access(jf.output_dir, F_OK) != 0;
     rd_mkdirs(jf.output_dir, st);
+    if (made_dir) rd_made_dir_register(jf.output_dir);
   }
   if (rd_share_status(ctx, st, 0) != RD_OK) goto done;
   for (int i = 0; i < jf.n_jobs; i++) {
@@ -352,6 +353,7 @@ int rd_cmd_run(rd_ctx *ctx, const char *jobpath, const rd_run_flags *fl, rd_stat
 done:
   /* a failed run leaves no trace: the output folder goes too if this run made it and it is empty */
   if (st->code != RD_OK && made_dir) rmdir(jf.output_dir);
+  if (made_dir && ctx->rank == 0) rd_made_dir_register(NULL);
   if (ctx->backend && ctx->backend != &rd_backend_cpu) ctx->backend->fini();
   plans_free(plans, jf.n_jobs);
   rd_jobfile_free(&jf);
