@@ -84,6 +84,9 @@ INLINE void s8_st(double *p, v8s v) { memcpy(p, v.v, sizeof v.v); }
 #define V8_ST s8_st
 #define V8_ACC 4
 #define V8_DOT_OUT 2
+#define V8_NODE_OC 3
+#define V8_FWD_ROWS(oc) 1
+#define V8_BWD_JB(oc) 1
 #include "probe_simd.h"
 #undef V8
 #undef V8_ISA
@@ -97,6 +100,10 @@ INLINE void s8_st(double *p, v8s v) { memcpy(p, v.v, sizeof v.v); }
 #undef V8_ST
 #undef V8_ACC
 #undef V8_DOT_OUT
+#undef V8_NODE_OC
+#undef V8_REG
+#undef V8_FWD_ROWS
+#undef V8_BWD_JB
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -133,6 +140,9 @@ INLINE void y8_st(double *p, v8y v) {
 #define V8_ST y8_st
 #define V8_ACC 6
 #define V8_DOT_OUT 2
+#define V8_NODE_OC 3
+#define V8_FWD_ROWS(oc) ((oc) == 1 ? 4 : (oc) == 2 ? 2 : 1)
+#define V8_BWD_JB(oc) ((oc) == 1 ? 3 : (oc) == 2 ? 2 : 1)
 #include "probe_simd.h"
 #undef V8
 #undef V8_ISA
@@ -146,6 +156,10 @@ INLINE void y8_st(double *p, v8y v) {
 #undef V8_ST
 #undef V8_ACC
 #undef V8_DOT_OUT
+#undef V8_NODE_OC
+#undef V8_REG
+#undef V8_FWD_ROWS
+#undef V8_BWD_JB
 #pragma GCC pop_options
 
 /* AVX-512: one register */
@@ -163,6 +177,12 @@ INLINE void y8_st(double *p, v8y v) {
 #define V8_ST _mm512_storeu_pd
 #define V8_ACC 24
 #define V8_DOT_OUT 6
+/* node kernels: up to 9 outputs per pass, about 27 accumulators of the 32 registers */
+#define V8_NODE_OC 9
+/* a value loaded once into a register (not folded into each multiply-add as a memory operand) */
+#define V8_REG(v) __asm__("" : "+v"(v))
+#define V8_FWD_ROWS(oc) ((oc) <= 3 ? 8 : 27 / (oc))
+#define V8_BWD_JB(oc) ((oc) <= 3 ? 8 : (oc) == 4 ? 6 : (oc) <= 6 ? 4 : 3)
 #include "probe_simd.h"
 #undef V8
 #undef V8_ISA
@@ -176,6 +196,10 @@ INLINE void y8_st(double *p, v8y v) {
 #undef V8_ST
 #undef V8_ACC
 #undef V8_DOT_OUT
+#undef V8_NODE_OC
+#undef V8_REG
+#undef V8_FWD_ROWS
+#undef V8_BWD_JB
 #pragma GCC pop_options
 #define PROBE_HAVE_X86 1
 #endif
@@ -183,6 +207,9 @@ INLINE void y8_st(double *p, v8y v) {
 typedef void (*dot_rows_fn)(const float *const *, int64_t, int64_t, const double *, int, double *, int64_t);
 typedef void (*bwd_rows_fn)(const float *const *, int64_t, int64_t, const double *, int, double *, int);
 typedef void (*sqdist_fn)(const float *const *, int64_t, int64_t, const double *, int64_t, double *);
+typedef void (*fwd_node_fn)(const float *const *, int64_t, int64_t, const double *, int, double *, double *);
+typedef void (*bwd_node_fn)(const float *const *, const int64_t *, int, int64_t, const double *, int, double *,
+                            double *);
 
 static struct {
   int chosen;
@@ -190,6 +217,8 @@ static struct {
   dot_rows_fn dot;
   bwd_rows_fn bwd;
   sqdist_fn sqdist;
+  fwd_node_fn fwd_node;
+  bwd_node_fn bwd_node;
 } simd;
 
 /* The instruction set of the hot loops: the best the CPU has, or RMDIAG_PROBE_SIMD = avx512 | avx2
@@ -201,6 +230,8 @@ static void simd_choose(void) {
   simd.dot = dot_rows_scalar;
   simd.bwd = bwd_rows_scalar;
   simd.sqdist = sqdist_rows_scalar;
+  simd.fwd_node = fwd_node_scalar;
+  simd.bwd_node = bwd_node_scalar;
 #ifdef PROBE_HAVE_X86
   __builtin_cpu_init();
   int has512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
@@ -210,11 +241,15 @@ static void simd_choose(void) {
     simd.dot = dot_rows_avx512;
     simd.bwd = bwd_rows_avx512;
     simd.sqdist = sqdist_rows_avx512;
+    simd.fwd_node = fwd_node_avx512;
+    simd.bwd_node = bwd_node_avx512;
   } else if (has2 && (!want || strcmp(want, "avx2") == 0 || strcmp(want, "avx512") == 0)) {
     simd.name = "avx2";
     simd.dot = dot_rows_avx2;
     simd.bwd = bwd_rows_avx2;
     simd.sqdist = sqdist_rows_avx2;
+    simd.fwd_node = fwd_node_avx2;
+    simd.bwd_node = bwd_node_avx2;
   }
 #endif
   simd.chosen = 1;
@@ -386,6 +421,34 @@ static int64_t block_grad_impl(const rd_probe_heads *h, const rd_probe_block *bl
 int64_t rd_probe_block_grad_cpu(const rd_probe_heads *h, const rd_probe_block *blk, int with_loss, int accumulate,
                                 double *out, int64_t *bad) {
   return block_grad_impl(h, blk, with_loss, accumulate, out, bad);
+}
+
+/* The value of a node of units: the logits of all its rows (column-blocked), their residuals, then
+ * per vector block of columns each unit's partial and the fixed pairwise tree over the units. */
+int rd_probe_tree_grad_cpu(const rd_probe_heads *h, const float *const *rows, const int32_t *y, const int64_t *uoff,
+                           int nu, double scale, double *out) {
+  int L = h->L, K = h->K, O = L * K;
+  int64_t d = h->d, n = uoff[nu] - uoff[0];
+  if (h->b || nu < 1 || uoff[0] != 0) return -1;
+  for (int u = 0; u < nu; u++)
+    if (uoff[u + 1] - uoff[u] > RD_PROBE_CHUNK || uoff[u + 1] < uoff[u]) return -1;
+  int levels = 1;
+  while ((1 << (levels - 1)) < nu) levels++;
+  /* lane state (n O 8), logits, residuals (n O each), the tree's stack (levels x 27 vectors) */
+  size_t nst = (size_t)(n * O * 8), nz = (size_t)(n * O), nstk = (size_t)levels * 27 * 8;
+  double *buf = malloc(sizeof(double) * (nst + 2 * nz + nstk + 8));
+  if (!buf) return -1;
+  double *st = buf, *z = st + nst, *r = z + nz, *stk = r + nz;
+  simd_choose();
+  if (n > 0) simd.fwd_node(rows, n, d, h->W, O, st, z);
+  for (int64_t i = 0; i < n; i++) {
+    double *ri = r + i * O;
+    rd_probe_residuals(L, K, z + i * O, y[i], ri, NULL);
+    for (int o = 0; o < O; o++) ri[o] *= scale;
+  }
+  simd.bwd_node(rows, uoff, nu, d, r, O, stk, out);
+  free(buf);
+  return 0;
 }
 
 /* ---- small vector kernels ----------------------------------------------------------------------------- */
