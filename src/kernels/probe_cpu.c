@@ -436,7 +436,8 @@ int rd_probe_tree_grad_cpu(const rd_probe_heads *h, const float *const *rows, co
   while ((1 << (levels - 1)) < nu) levels++;
   /* lane state (n O 8), logits, residuals (n O each), the tree's stack (levels x 27 vectors) */
   size_t nst = (size_t)(n * O * 8), nz = (size_t)(n * O), nstk = (size_t)levels * 27 * 8;
-  double *buf = malloc(sizeof(double) * (nst + 2 * nz + nstk + 8));
+  /* on cache lines: the lane state is read and written 64 bytes at a time */
+  double *buf = aligned_alloc(64, (sizeof(double) * (nst + 2 * nz + nstk + 8) + 63) & ~(size_t)63);
   if (!buf) return -1;
   double *st = buf, *z = st + nst, *r = z + nz, *stk = r + nz;
   simd_choose();

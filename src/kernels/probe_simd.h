@@ -214,23 +214,29 @@ static void KFN(sqdist_rows)(const float *const *rows, int64_t n, int64_t d, con
 #define PROBE_FWD_PF 512
 #endif
 
+#ifndef PROBE_BWD_PF
+#define PROBE_BWD_PF 4
+#endif
 #ifndef PROBE_FWD_JC
-#define PROBE_FWD_JC 1024
+#define PROBE_FWD_JC 512
 #endif
 
-/* R = V8_FWD_ROWS(OC) rows x OC outputs over columns [j0, j1): x holds R row pointers (padded with
- * repeats; only the first nr tiles are stored). */
-#define KFT(OC)                                                                                          \
-  static inline __attribute__((always_inline)) void KFN(ft_##OC)(const float *const *x, const double *const *w, \
-                                                                 int64_t j0, int64_t j1, double *st,      \
-                                                                 int64_t ldst, int nr, int first) {       \
-    enum { R = V8_FWD_ROWS(OC) };                                                                       \
+/* RX rows x OC outputs over columns [j0, j1), the lane state st (row stride ldst) read unless
+ * `first` and written back. While it runs, the rows are read ahead: PROBE_FWD_PF floats ahead in
+ * the same row and, past the block's end, in the rows xn[r] that the next tile reads (from their
+ * first column of the block), so that memory streams without a gap from tile to tile. */
+#define KFT(NAME, OC, RX)                                                                                \
+  static inline __attribute__((always_inline)) void KFN(NAME)(const float *const *x, const float *const *xn, \
+                                                              const double *const *w, int64_t j0, int64_t j1, \
+                                                              double *st, int64_t ldst, int first) {     \
+    enum { R = RX };                                                                                    \
     V8 acc[R][OC];                                                                                      \
     for (int r = 0; r < R; r++)                                                                         \
       for (int o = 0; o < OC; o++) acc[r][o] = first ? V8_ZERO() : V8_LDD(st + r * ldst + 8 * o);      \
     for (int64_t j = j0; j < j1; j += 8) {                                                              \
       V8 xv[R];                                                                                         \
-      for (int r = 0; r < R; r++) __builtin_prefetch(x[r] + j + PROBE_FWD_PF, 0, 3);                     \
+      int64_t ja = j + PROBE_FWD_PF;                                                                    \
+      for (int r = 0; r < R; r++) __builtin_prefetch(ja < j1 ? x[r] + ja : xn[r] + (ja - j1), 0, 3);    \
       for (int r = 0; r < R; r++) xv[r] = V8_LDF(x[r] + j);                                             \
       for (int o = 0; o < OC; o++) {                                                                    \
         V8 wv = V8_LDD(w[o] + j);                                                                       \
@@ -239,8 +245,7 @@ static void KFN(sqdist_rows)(const float *const *rows, int64_t n, int64_t d, con
       }                                                                                                 \
     }                                                                                                   \
     for (int r = 0; r < R; r++)                                                                         \
-      if (r < nr)                                                                                       \
-        for (int o = 0; o < OC; o++) V8_ST(st + r * ldst + 8 * o, acc[r][o]);                          \
+      for (int o = 0; o < OC; o++) V8_ST(st + r * ldst + 8 * o, acc[r][o]);                             \
   }
 
 /* OC outputs x JB vectors of columns from j0, over the units of a node (see above); stk holds
@@ -258,6 +263,9 @@ static void KFN(sqdist_rows)(const float *const *rows, int64_t n, int64_t d, con
         for (int b = 0; b < JB; b++) acc[o][b] = V8_ZERO();                                             \
       for (int64_t i = uoff[u]; i < uoff[u + 1]; i++) {                                                 \
         V8 xv[JB];                                                                                      \
+        /* the row's columns PROBE_BWD_PF blocks before (its lines come from L2 or L3) */                   \
+        __builtin_prefetch(x[i] + j0 - PROBE_BWD_PF * 8 * JB, 0, 3);                                    \
+        __builtin_prefetch(x[i] + j0 - PROBE_BWD_PF * 8 * JB + 16, 0, 3);                               \
         for (int b = 0; b < JB; b++) xv[b] = V8_LDF(x[i] + j0 + 8 * b);                                 \
         const double *ri = r + i * O + o0;                                                              \
         for (int o = 0; o < OC; o++) {                                                                  \
@@ -287,7 +295,8 @@ static void KFN(sqdist_rows)(const float *const *rows, int64_t n, int64_t d, con
   }
 
 #define KNODE(OC)                                                                                        \
-  KFT(OC)                                                                                               \
+  KFT(ft_##OC, OC, V8_FWD_ROWS(OC))                                                                     \
+  KFT(ft1_##OC, OC, 1)                                                                                  \
   KBT(bt_##OC, OC, V8_BWD_JB(OC))                                                                       \
   KBT(bt1_##OC, OC, 1)
 KNODE(1)
@@ -323,33 +332,40 @@ KNODE(9)
 #define KSW_MORE(M)
 #endif
 
-/* Logits z[i * O + o] of n rows (st: n * O * 8 doubles of lane state). */
+/* Logits z[i * O + o] of n rows (st: n * O * 8 doubles of lane state): for each block of
+ * PROBE_FWD_JC columns (its part of W stays in L1), the rows in tiles of V8_FWD_ROWS(oc) (then one
+ * at a time), each tile reading ahead into the next one's rows (the first tile's of the next block
+ * at the end of a block). */
 static void KFN(fwd_node)(const float *const *x, int64_t n, int64_t d, const double *W, int O, double *st,
                           double *z) {
   int64_t d8 = d & ~(int64_t)7, ldst = (int64_t)O * 8;
   int ng = (O + V8_NODE_OC - 1) / V8_NODE_OC;
-  /* one pass over whole rows when the outputs fit one tile; else blocks of columns, so that the
-   * rows' block is still in the cache for the next group of outputs */
-  int64_t jc = ng > 1 ? PROBE_FWD_JC : (d8 > 0 ? d8 : 8);
-  for (int64_t j0 = 0; j0 < d8; j0 += jc) {
-    int64_t j1 = d8 - j0 < jc ? d8 : j0 + jc;
-    for (int g = 0; g < ng; g++) {
-      int o0 = (int)((int64_t)O * g / ng), oc = (int)((int64_t)O * (g + 1) / ng) - o0;
-      const double *w[V8_NODE_OC];
-      for (int o = 0; o < oc; o++) w[o] = W + (int64_t)(o0 + o) * d;
+  for (int g = 0; g < ng && n > 0; g++) {
+    int o0 = (int)((int64_t)O * g / ng), oc = (int)((int64_t)O * (g + 1) / ng) - o0;
+    const double *w[V8_NODE_OC];
+    for (int o = 0; o < oc; o++) w[o] = W + (int64_t)(o0 + o) * d;
 #define KF(OC)                                                                                     \
   do {                                                                                             \
     enum { R = V8_FWD_ROWS(OC) };                                                                  \
-    for (int64_t i = 0; i < n; i += R) {                                                           \
-      int nr = n - i < R ? (int)(n - i) : R;                                                       \
-      const float *xp[R];                                                                          \
-      for (int q = 0; q < R; q++) xp[q] = x[i + (q < nr ? q : nr - 1)];                            \
-      KFN(ft_##OC)(xp, w, j0, j1, st + (i * O + o0) * 8, ldst, nr, j0 == 0);                       \
+    int64_t nt = n - n % R; /* rows in full tiles; the rest one at a time */                       \
+    for (int64_t j0 = 0; j0 < d8; j0 += PROBE_FWD_JC) {                                            \
+      int64_t j1 = d8 - j0 < PROBE_FWD_JC ? d8 : j0 + PROBE_FWD_JC;                                \
+      for (int64_t i = 0; i < n;) {                                                                \
+        int rows = i < nt ? R : 1;                                                                 \
+        const float *xn[R];                                                                        \
+        for (int q = 0; q < R; q++) {                                                              \
+          int64_t k = i + rows + q; /* the next tile's rows, or the next block's first */         \
+          xn[q] = k < n ? x[k] + j0 : x[q < n ? q : 0] + j1;                                       \
+        }                                                                                          \
+        double *sp = st + (i * O + o0) * 8;                                                        \
+        if (rows == R) KFN(ft_##OC)(x + i, xn, w, j0, j1, sp, ldst, j0 == 0);                      \
+        else KFN(ft1_##OC)(x + i, xn, w, j0, j1, sp, ldst, j0 == 0);                               \
+        i += rows;                                                                                 \
+      }                                                                                            \
     }                                                                                              \
   } while (0)
-      KSW(KF)
+    KSW(KF)
 #undef KF
-    }
   }
   for (int64_t i = 0; i < n; i++)
     for (int o = 0; o < O; o++) {
@@ -367,23 +383,9 @@ static void KFN(bwd_node)(const float *const *x, const int64_t *uoff, int nu, in
   int ng = (O + V8_NODE_OC - 1) / V8_NODE_OC;
   for (int g = 0; g < ng; g++) {
     int o0 = (int)((int64_t)O * g / ng), oc = (int)((int64_t)O * (g + 1) / ng) - o0;
-    int64_t j = 0;
-#define KB(OC)                                                                                    \
-  do {                                                                                            \
-    for (; j + 8 * V8_BWD_JB(OC) <= d8; j += 8 * V8_BWD_JB(OC)) {                                 \
-      KFN(bt_##OC)(x, uoff, nu, r, O, o0, j, stk, G, d);                                          \
-    }                                                                                             \
-  } while (0)
-#define KB1(OC)                                                                                   \
-  do {                                                                                            \
-    for (; j < d8; j += 8) KFN(bt1_##OC)(x, uoff, nu, r, O, o0, j, stk, G, d);                    \
-  } while (0)
-    KSW(KB)
-    KSW(KB1)
-#undef KB
-#undef KB1
-    /* the d mod 8 tail, element by element in the same order */
-    for (int64_t jj = d8; jj < d; jj++)
+    /* the columns from the last to the first: the forward read the last ones most recently, so
+     * they are the likeliest still to be in L2 */
+    for (int64_t jj = d8; jj < d; jj++) /* the d mod 8 tail, element by element in the same order */
       for (int o = o0; o < o0 + oc; o++) {
         double sv[64], v = 0.0;
         int top = 0;
@@ -396,6 +398,14 @@ static void KFN(bwd_node)(const float *const *x, const int64_t *uoff, int nu, in
         while (top > 0) v = sv[--top] + v;
         G[(int64_t)o * d + jj] = v;
       }
+#define KB(OC)                                                                                    \
+  do {                                                                                            \
+    const int64_t w8 = 8 * V8_BWD_JB(OC), jb = d8 - d8 % w8;                                      \
+    for (int64_t j = d8 - 8; j >= jb; j -= 8) KFN(bt1_##OC)(x, uoff, nu, r, O, o0, j, stk, G, d); \
+    for (int64_t j = jb - w8; j >= 0; j -= w8) KFN(bt_##OC)(x, uoff, nu, r, O, o0, j, stk, G, d); \
+  } while (0)
+    KSW(KB)
+#undef KB
   }
 }
 #undef KSW

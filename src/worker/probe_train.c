@@ -42,6 +42,7 @@ typedef struct tree_ws {
   int64_t total, mine, first;  /* all ranks' nodes, this rank's, the index of its first */
   int *counts, *displs;        /* doubles per rank and their offsets (MPI_Allgatherv) */
   const double **vals;         /* value of each node, for the root */
+  int64_t out_lo, out_hi;      /* the elements of the root the caller reads (all by default) */
   /* exchange through MPI_Allgatherv ... */
   double *send, *recv;
   /* ... or, when the group shares memory, through a shared window: rank r writes its nodes into
@@ -117,6 +118,21 @@ static void tree_root(int64_t J, tnode node, const tnode *nodes, const double *c
   rd_probe_add3(dst, lv, rv, len);
 }
 
+/* Vectors of doubles start on a cache line: the kernels read and write them 64 bytes at a time, and
+ * a vector split over two lines costs both. */
+static double *alloc64(int64_t n, int zero) {
+  size_t bytes = (sizeof(double) * (size_t)(n > 0 ? n : 1) + 63) & ~(size_t)63;
+  double *p = aligned_alloc(64, bytes);
+  if (p && zero) memset(p, 0, bytes);
+  return p;
+}
+
+/* The first cache-line boundary at or after p (a shared window's segment is placed by MPI: each rank
+ * asks 64 bytes more and starts there; the offset within a page is the same in every process). */
+static double *align64(double *p) {
+  return (double *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
+}
+
 /* Whether the exchange may go through shared memory (RMDIAG_PROBE_SHM=0 turns it off). */
 static int shm_allowed(void) {
   const char *e = getenv("RMDIAG_PROBE_SHM");
@@ -128,11 +144,12 @@ static int ws_init(tree_ws *w, int64_t J, int64_t len, const rd_ctx *g) {
   memset(w, 0, sizeof *w);
   w->win = MPI_WIN_NULL;
   w->len = len;
+  w->out_hi = len;
   int gsize = g->size;
   int64_t P2 = pow2_ceil(J), depth = 0;
   while (((int64_t)1 << depth) < P2) depth++;
   w->depth = depth;
-  w->scratch = malloc(sizeof(double) * (size_t)((depth + 2) * len));
+  w->scratch = alloc64((depth + 2) * len, 0);
   int64_t cap = (2 * depth + 2) * gsize;
   w->nodes = malloc(sizeof(tnode) * (size_t)cap);
   w->vals = malloc(sizeof(double *) * (size_t)cap);
@@ -163,7 +180,7 @@ static int ws_init(tree_ws *w, int64_t J, int64_t len, const rd_ctx *g) {
     MPI_Info_create(&info);
     MPI_Info_set(info, "alloc_shared_noncontig", "true");
     double *base = NULL;
-    MPI_Aint bytes = (MPI_Aint)(sizeof(double) * (size_t)(2 * w->mine * len));
+    MPI_Aint bytes = (MPI_Aint)(sizeof(double) * (size_t)(2 * w->mine * len + 8));
     int rc = MPI_Win_allocate_shared(bytes, (int)sizeof(double), info, g->comm, &base, &w->win);
     MPI_Info_free(&info);
     ok = rc == MPI_SUCCESS;
@@ -174,6 +191,7 @@ static int ws_init(tree_ws *w, int64_t J, int64_t len, const rd_ctx *g) {
         MPI_Aint sz;
         int du;
         MPI_Win_shared_query(w->win, r, &sz, &du, &w->seg[r]);
+        w->seg[r] = align64(w->seg[r]);
       }
       MPI_Win_lock_all(MPI_MODE_NOCHECK, w->win);
       w->shared = 1;
@@ -182,8 +200,8 @@ static int ws_init(tree_ws *w, int64_t J, int64_t len, const rd_ctx *g) {
     if (ok) MPI_Win_free(&w->win);
     w->win = MPI_WIN_NULL;
   }
-  w->send = malloc(sizeof(double) * (size_t)((w->mine ? w->mine : 1) * len));
-  w->recv = malloc(sizeof(double) * (size_t)(w->total * len));
+  w->send = alloc64(w->mine * len, 0);
+  w->recv = alloc64(w->total * len, 0);
   return (w->send && w->recv) ? 0 : -1;
 }
 
@@ -209,7 +227,7 @@ static void ws_free(tree_ws *w) {
 static double *shared_doubles(const rd_ctx *g, int64_t n, MPI_Win *win) {
   double *base = NULL;
   *win = MPI_WIN_NULL;
-  MPI_Aint bytes = g->rank == 0 ? (MPI_Aint)(sizeof(double) * (size_t)n) : 0;
+  MPI_Aint bytes = g->rank == 0 ? (MPI_Aint)(sizeof(double) * (size_t)(n + 8)) : 0;
   int ok = MPI_Win_allocate_shared(bytes, (int)sizeof(double), MPI_INFO_NULL, g->comm, &base, win) == MPI_SUCCESS;
   int all_ok = 0;
   MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, g->comm);
@@ -222,7 +240,7 @@ static double *shared_doubles(const rd_ctx *g, int64_t n, MPI_Win *win) {
   int du;
   MPI_Win_shared_query(*win, 0, &sz, &du, &base);
   MPI_Win_lock_all(MPI_MODE_NOCHECK, *win);
-  return base;
+  return align64(base);
 }
 
 /* Collective: what each rank wrote into the window before is visible to all after. */
@@ -272,7 +290,11 @@ static int tree_allreduce(const rd_ctx *g, int64_t J, leaf_fn f, node_fn nf, voi
                                    MPI_DOUBLE, g->comm));
     for (int64_t k = 0; k < w->total; k++) w->vals[k] = w->recv + k * len;
   }
-  tree_root(J, root, w->nodes, w->vals, w->total, out, w->scratch, len);
+  /* the root is elementwise: only the elements asked for */
+  int64_t lo = w->out_lo, n = w->out_hi - w->out_lo;
+  if (lo > 0)
+    for (int64_t k = 0; k < w->total; k++) w->vals[k] += lo;
+  tree_root(J, root, w->nodes, w->vals, w->total, out + lo, w->scratch, n);
   return RD_OK;
 }
 
@@ -481,8 +503,7 @@ static int train_mrmbench(probe_run *R, const rd_ctx *g, ptask *p, int64_t seed,
   rd_split_range(U, g->size, g->rank, &u0, &u1);
   int64_t *perm = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
   int64_t *boff = malloc(sizeof(int64_t) * (size_t)(Td + 1));  /* local position of each batch's rows */
-  double *M = calloc((size_t)(O * d), sizeof(double));
-  double *V = calloc((size_t)(O * d), sizeof(double)), *G = malloc(sizeof(double) * (size_t)(O * d));
+  double *M = alloc64(O * d, 1), *V = alloc64(O * d, 1), *G = alloc64(O * d, 0);
   if (!perm || !boff || !M || !V || !G) rd_abort(g, __FILE__, __LINE__, "out of memory for training");
   batch_order(R, p, seed, perm);
   /* the rank's positions: in each batch, the units [u0, u1) */
@@ -512,15 +533,20 @@ static int train_mrmbench(probe_run *R, const rd_ctx *g, ptask *p, int64_t seed,
   /* when the group shares memory, the weights live in a shared window and each rank applies AdamW
    * to its share of them (the update is elementwise, so the bits do not depend on the shares) */
   MPI_Win wwin = MPI_WIN_NULL;
-  double *W = ws.shared && !gk ? shared_doubles(g, O * d, &wwin) : malloc(sizeof(double) * (size_t)(O * d));
+  double *W = ws.shared && !gk ? shared_doubles(g, O * d, &wwin) : alloc64(O * d, 0);
   if (!W) rd_abort(g, __FILE__, __LINE__, "out of memory for training");
   if (wwin == MPI_WIN_NULL || g->rank == 0) init_heads(R, p, seed, L, W);
   if (wwin != MPI_WIN_NULL) shared_sync(g, wwin);
   int64_t e0 = 0, e1 = O * d;  /* the parameters this rank updates */
-  if (wwin != MPI_WIN_NULL) rd_split_range(O * d, g->size, g->rank, &e0, &e1);
+  if (wwin != MPI_WIN_NULL) {
+    rd_split_range(O * d, g->size, g->rank, &e0, &e1);
+    /* it needs the gradient of the heads it updates only (their norms included) */
+    ws.out_lo = e1 > e0 ? e0 / (K * d) * (K * d) : 0;
+    ws.out_hi = e1 > e0 ? ((e1 - 1) / (K * d) + 1) * (K * d) : 0;
+  }
   rd_probe_heads h = {.d = d, .L = L, .K = (int)K, .W = W, .b = NULL};
   rd_adamw aw = {.beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .wd = 0.1};
-  double *leafbuf = gk ? malloc(sizeof(double) * (size_t)((u1 - u0 + 1) * O * d)) : NULL;
+  double *leafbuf = gk ? alloc64((u1 - u0 + 1) * O * d, 0) : NULL;
   if (gk && !leafbuf) rd_abort(g, __FILE__, __LINE__, "out of memory");
   mrm_state ms = {.R = R, .h = &h, .rows = &rows, .u0 = u0, .u1 = u1};
   /* the epoch in segments of batches whose rows fit the memory budget (one segment when mapped);
