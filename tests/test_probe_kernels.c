@@ -164,12 +164,17 @@ static void test_tree_grad(void) {
     for (int64_t i = 0; i < nmax * d; i++) X[i] = (float)tmp[i];
     const float *rows[128];
     for (int64_t i = 0; i < nmax; i++) rows[i] = X + ((i * 37) % nmax) * d;
-    for (size_t c = 0; c < sizeof LK / sizeof LK[0]; c++) {
-      int L = LK[c][0], K = LK[c][1], O = L * K;
+    for (size_t c = 0; c < 2 * sizeof LK / sizeof LK[0]; c++) {
+      /* the second round: logits of some hundreds (exponentials underflow, to subnormals or zero, and sigmoids saturate) and
+       * the first two outputs of every head equal (ties in the softmax maximum) */
+      int big = c >= sizeof LK / sizeof LK[0];
+      int L = LK[c % (sizeof LK / sizeof LK[0])][0], K = LK[c % (sizeof LK / sizeof LK[0])][1], O = L * K;
       int32_t y[128];
       for (int64_t i = 0; i < nmax; i++) y[i] = (int32_t)((i * 5 + c) % (K == 1 ? 2 : K));
       double *W = malloc(sizeof(double) * (size_t)(O * d));
-      fill(&s, 300 + c, W, O * d, 0.05);
+      fill(&s, 300 + c, W, O * d, big ? 300.0 / sqrt((double)d) : 0.05);
+      if (big && K > 1)
+        for (int l = 0; l < L; l++) memcpy(W + (int64_t)(l * K + 1) * d, W + (int64_t)l * K * d, sizeof(double) * (size_t)d);
       rd_probe_heads h = {.d = d, .L = L, .K = K, .W = W, .b = NULL};
       int64_t len = (int64_t)O * d;
       double *ref = malloc(sizeof(double) * (size_t)(len * 5)), *out = malloc(sizeof(double) * (size_t)len);

@@ -423,6 +423,36 @@ int64_t rd_probe_block_grad_cpu(const rd_probe_heads *h, const rd_probe_block *b
   return block_grad_impl(h, blk, with_loss, accumulate, out, bad);
 }
 
+/* rd_probe_residuals (no loss) times `scale` for n rows at once, the logits and residuals stored by
+ * output (zt[o * n + i], rt[o * n + i]) so that the loops run over rows and vectorize: the same
+ * operations in the same order per row (max over classes, exponentials, their sum in class order,
+ * quotient minus the one-hot target, times scale), so the same bits. w: 2n doubles of scratch. */
+PROBE_CLONES
+static void residuals_by_output(int L, int K, int64_t n, const double *zt, const int32_t *y, double scale,
+                                double *rt, double *w) {
+  double *m = w, *sum = w + n;
+  for (int l = 0; l < L; l++) {
+    const double *zl = zt + (int64_t)l * K * n;
+    double *rl = rt + (int64_t)l * K * n;
+    if (K == 1) {
+      for (int64_t i = 0; i < n; i++) rl[i] = (rd_sigmoid_fast(zl[i]) - (y[i] ? 1.0 : 0.0)) * scale;
+      continue;
+    }
+    for (int64_t i = 0; i < n; i++) m[i] = zl[i];
+    for (int k = 1; k < K; k++)
+      for (int64_t i = 0; i < n; i++) m[i] = zl[k * n + i] > m[i] ? zl[k * n + i] : m[i];
+    for (int64_t i = 0; i < n; i++) sum[i] = 0.0;
+    for (int k = 0; k < K; k++)
+      for (int64_t i = 0; i < n; i++) {
+        double e = rd_exp_nonpos(zl[k * n + i] - m[i]);
+        rl[k * n + i] = e;
+        sum[i] += e;
+      }
+    for (int k = 0; k < K; k++)
+      for (int64_t i = 0; i < n; i++) rl[k * n + i] = (rl[k * n + i] / sum[i] - (k == y[i] ? 1.0 : 0.0)) * scale;
+  }
+}
+
 /* The value of a node of units: the logits of all its rows (column-blocked), their residuals, then
  * per vector block of columns each unit's partial and the fixed pairwise tree over the units. */
 int rd_probe_tree_grad_cpu(const rd_probe_heads *h, const float *const *rows, const int32_t *y, const int64_t *uoff,
@@ -434,19 +464,20 @@ int rd_probe_tree_grad_cpu(const rd_probe_heads *h, const float *const *rows, co
     if (uoff[u + 1] - uoff[u] > RD_PROBE_CHUNK || uoff[u + 1] < uoff[u]) return -1;
   int levels = 1;
   while ((1 << (levels - 1)) < nu) levels++;
-  /* lane state (n O 8), logits, residuals (n O each), the tree's stack (levels x 27 vectors) */
+  /* lane state (n O 8), logits, residuals, both by output too (n O each), scratch (2n), the tree's
+   * stack (levels x 27 vectors) */
   size_t nst = (size_t)(n * O * 8), nz = (size_t)(n * O), nstk = (size_t)levels * 27 * 8;
   /* on cache lines: the lane state is read and written 64 bytes at a time */
-  double *buf = aligned_alloc(64, (sizeof(double) * (nst + 2 * nz + nstk + 8) + 63) & ~(size_t)63);
+  double *buf = aligned_alloc(64, (sizeof(double) * (nst + 4 * nz + 2 * (size_t)n + nstk + 8) + 63) & ~(size_t)63);
   if (!buf) return -1;
-  double *st = buf, *z = st + nst, *r = z + nz, *stk = r + nz;
+  double *st = buf, *z = st + nst, *r = z + nz, *zt = r + nz, *rt = zt + nz, *w = rt + nz, *stk = w + 2 * n;
   simd_choose();
   if (n > 0) simd.fwd_node(rows, n, d, h->W, O, st, z);
-  for (int64_t i = 0; i < n; i++) {
-    double *ri = r + i * O;
-    rd_probe_residuals(L, K, z + i * O, y[i], ri, NULL);
-    for (int o = 0; o < O; o++) ri[o] *= scale;
-  }
+  for (int64_t i = 0; i < n; i++)
+    for (int o = 0; o < O; o++) zt[o * n + i] = z[i * O + o];
+  residuals_by_output(L, K, n, zt, y, scale, rt, w);
+  for (int64_t i = 0; i < n; i++)
+    for (int o = 0; o < O; o++) r[i * O + o] = rt[o * n + i];
   simd.bwd_node(rows, uoff, nu, d, r, O, stk, out);
   free(buf);
   return 0;
