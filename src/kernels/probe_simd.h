@@ -264,8 +264,8 @@ static void KFN(sqdist_rows)(const float *const *rows, int64_t n, int64_t d, con
       for (int64_t i = uoff[u]; i < uoff[u + 1]; i++) {                                                 \
         V8 xv[JB];                                                                                      \
         /* the row's columns PROBE_BWD_PF blocks before (its lines come from L2 or L3) */                   \
-        __builtin_prefetch(x[i] + j0 - PROBE_BWD_PF * 8 * JB, 0, 3);                                    \
-        __builtin_prefetch(x[i] + j0 - PROBE_BWD_PF * 8 * JB + 16, 0, 3);                               \
+        for (int q = 0; q < (JB * 32 + 63) / 64; q++)                                                   \
+          __builtin_prefetch(x[i] + j0 - PROBE_BWD_PF * 8 * JB + 16 * q, 0, 3);                         \
         for (int b = 0; b < JB; b++) xv[b] = V8_LDF(x[i] + j0 + 8 * b);                                 \
         const double *ri = r + i * O + o0;                                                              \
         for (int o = 0; o < OC; o++) {                                                                  \

@@ -3,9 +3,12 @@
  *
  * Determinism. A sum over rows is a fixed pairwise tree over fixed leaves (the 8 units of a batch in
  * mrmbench mode; blocks of 64 training rows for L-BFGS). A rank owns a contiguous range of leaves,
- * evaluates the largest tree nodes inside its range, and the group exchanges those nodes
- * (allgather) and completes the same tree, so every rank holds the same bits and the result does
- * not depend on the number of ranks. Within a leaf, rows are summed in order. */
+ * evaluates the largest tree nodes inside its range, and the group exchanges those nodes (through
+ * shared memory when the group is on one node, else allgather) and completes the same tree, so every
+ * rank holds the same bits and the result does not depend on the number of ranks. Within a leaf,
+ * rows are summed in order. In mrmbench mode a node is evaluated in one pass
+ * (rd_probe_tree_grad_cpu), and with shared memory each rank applies AdamW to its share of the
+ * weights (elementwise, so the shares change no bits). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
