@@ -1,7 +1,8 @@
 /* The probe's CPU kernels: the AVX-512, AVX2 and plain-C versions of the logits and gradient loops
  * give the same bits (every lane accumulates with fused multiply-adds in a fixed order) for feature
  * counts with and without a tail and for any number of outputs (different blockings), and agree with
- * a long-double reference; the AdamW step against the formula; float16 and bfloat16 widening against
+ * a long-double reference; the one-pass node gradient (rd_probe_tree_grad_cpu) bit for bit against
+ * the fixed tree of per-unit block gradients, for every instruction set; the AdamW step against the formula; float16 and bfloat16 widening against
  * an independent ldexp computation for all 65536 bit patterns. */
 #include <math.h>
 #include <stdint.h>
@@ -124,6 +125,95 @@ static void test_isas(void) {
   rd_probe_simd_set("avx512");
 }
 
+/* The tree of probe_train.c over units [lo, lo + size) (J present), each unit by the block gradient. */
+static void unit_tree(int64_t J, int64_t lo, int64_t size, const rd_probe_heads *h, const float *const *rows,
+                      const int32_t *y, const int64_t *uoff, double scale, double *dst, double *scratch, int64_t len) {
+  if (size == 1 || lo + size / 2 >= J) {
+    if (size > 1) {
+      unit_tree(J, lo, size / 2, h, rows, y, uoff, scale, dst, scratch, len);
+      return;
+    }
+    rd_probe_block blk = {.rows = rows + uoff[lo], .n = uoff[lo + 1] - uoff[lo], .y = y + uoff[lo], .scale = scale};
+    rd_probe_block_grad_cpu(h, &blk, 0, 0, dst, NULL);
+    return;
+  }
+  int64_t half = size / 2;
+  unit_tree(J, lo, half, h, rows, y, uoff, scale, dst, scratch, len);
+  if (half == 1) {
+    rd_probe_block blk = {.rows = rows + uoff[lo + 1], .n = uoff[lo + 2] - uoff[lo + 1], .y = y + uoff[lo + 1],
+                          .scale = scale};
+    rd_probe_block_grad_cpu(h, &blk, 0, 1, dst, NULL);
+    return;
+  }
+  unit_tree(J, lo + half, half, h, rows, y, uoff, scale, scratch, scratch + len, len);
+  rd_probe_add(dst, scratch, len);
+}
+
+static void test_tree_grad(void) {
+  static const char *const isas[3] = {"scalar", "avx2", "avx512"};
+  static const int LK[][2] = {{1, 1}, {3, 1}, {3, 3}, {1, 6}, {4, 3}, {3, 7}};
+  const int64_t ds[4] = {4099, 1027, 64, 5};
+  rd_stream s;
+  rd_stream_init(&s, 2, "test", "probe.tree");
+  int64_t nmax = 8 * 16;
+  for (int di = 0; di < 4; di++) {
+    int64_t d = ds[di];
+    float *X = malloc(sizeof(float) * (size_t)(nmax * d));
+    double *tmp = malloc(sizeof(double) * (size_t)(nmax * d));
+    fill(&s, (uint64_t)di, tmp, nmax * d, 3.0);
+    for (int64_t i = 0; i < nmax * d; i++) X[i] = (float)tmp[i];
+    const float *rows[128];
+    for (int64_t i = 0; i < nmax; i++) rows[i] = X + ((i * 37) % nmax) * d;
+    for (size_t c = 0; c < 2 * sizeof LK / sizeof LK[0]; c++) {
+      /* the second round: logits of some hundreds (exponentials underflow, to subnormals or zero, and sigmoids saturate) and
+       * the first two outputs of every head equal (ties in the softmax maximum) */
+      int big = c >= sizeof LK / sizeof LK[0];
+      int L = LK[c % (sizeof LK / sizeof LK[0])][0], K = LK[c % (sizeof LK / sizeof LK[0])][1], O = L * K;
+      int32_t y[128];
+      for (int64_t i = 0; i < nmax; i++) y[i] = (int32_t)((i * 5 + c) % (K == 1 ? 2 : K));
+      double *W = malloc(sizeof(double) * (size_t)(O * d));
+      fill(&s, 300 + c, W, O * d, big ? 300.0 / sqrt((double)d) : 0.05);
+      if (big && K > 1)
+        for (int l = 0; l < L; l++) memcpy(W + (int64_t)(l * K + 1) * d, W + (int64_t)l * K * d, sizeof(double) * (size_t)d);
+      rd_probe_heads h = {.d = d, .L = L, .K = K, .W = W, .b = NULL};
+      int64_t len = (int64_t)O * d;
+      double *ref = malloc(sizeof(double) * (size_t)(len * 5)), *out = malloc(sizeof(double) * (size_t)len);
+      for (int nu = 1; nu <= 8; nu++) {
+        /* unit sizes 0..16 (some empty), as the units of batches of up to 128 rows */
+        int64_t uoff[9] = {0};
+        for (int u = 0; u < nu; u++) uoff[u + 1] = uoff[u] + (int64_t)(17 * rd_rng_uniform(&s, 400 + c, (uint64_t)(di * 64 + nu * 8 + u)));
+        int64_t P2 = 1;
+        while (P2 < nu) P2 *= 2;
+        for (int k = 0; k < 3; k++) {
+          if (rd_probe_simd_set(isas[k]) != 0) continue;
+          unit_tree(nu, 0, P2, &h, rows, y, uoff, 1.0 / 128.0, ref, ref + len, len);
+          memset(out, 0x5a, sizeof(double) * (size_t)len);
+          int rc = rd_probe_tree_grad_cpu(&h, rows, y, uoff, nu, 1.0 / 128.0, out);
+          CHECK(rc == 0 && memcmp(ref, out, sizeof(double) * (size_t)len) == 0,
+                "node gradient == tree of unit gradients (%s, d %lld, L %d, K %d, %d units)", isas[k], (long long)d, L,
+                K, nu);
+        }
+      }
+      free(W);
+      free(ref);
+      free(out);
+    }
+    free(X);
+    free(tmp);
+  }
+  /* not applicable: a bias, or a unit longer than one pass */
+  double W1[5] = {0}, b1[1] = {0}, g1[5];
+  float x1[5] = {0};
+  const float *r1[65];
+  int32_t y1[65] = {0};
+  for (int i = 0; i < 65; i++) r1[i] = x1;
+  rd_probe_heads hb = {.d = 5, .L = 1, .K = 1, .W = W1, .b = b1}, hn = {.d = 5, .L = 1, .K = 1, .W = W1, .b = NULL};
+  int64_t u1[2] = {0, 1}, u65[2] = {0, 65};
+  CHECK(rd_probe_tree_grad_cpu(&hb, r1, y1, u1, 1, 1.0, g1) == -1, "a bias is refused");
+  CHECK(rd_probe_tree_grad_cpu(&hn, r1, y1, u65, 1, 1.0, g1) == -1, "a unit of 65 rows is refused");
+  rd_probe_simd_set("avx512");
+}
+
 static void test_adamw(void) {
   /* one parameter, two steps, worked by hand: g = 0.5 then -0.25 (no clipping), lr 0.1, wd 0.1 */
   rd_adamw a = {.beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .wd = 0.1};
@@ -167,6 +257,7 @@ static void test_widening(void) {
 
 int main(void) {
   test_isas();
+  test_tree_grad();
   test_adamw();
   test_widening();
   return t_finish("test_probe_kernels");

@@ -59,6 +59,16 @@ void rd_probe_logits_cpu(const rd_probe_heads *h, const float *const *rows, int6
 int64_t rd_probe_block_grad_cpu(const rd_probe_heads *h, const rd_probe_block *blk, int with_loss, int accumulate,
                                 double *out, int64_t *bad);
 
+/* The value of a node of the fixed tree over units, computed in one pass: units 0..nu−1, unit u
+ * holding rows [uoff[u], uoff[u+1]) of rows/y (uoff[0] = 0, at most RD_PROBE_CHUNK rows each); the
+ * value is G of rd_probe_block_grad_cpu for each unit (stored, scale applied to the residuals),
+ * combined left + right by the pairwise tree over units (a right subtree whose leaves are all at
+ * or beyond nu is absent), stored into out [O*d]. The same bits as evaluating the tree with
+ * rd_probe_block_grad_cpu leaf by leaf. Heads without bias only. Returns 0, or −1 when out of memory
+ * or not applicable (a bias, a unit longer than RD_PROBE_CHUNK rows). */
+int rd_probe_tree_grad_cpu(const rd_probe_heads *h, const float *const *rows, const int32_t *y, const int64_t *uoff,
+                           int nu, double scale, double *out);
+
 /* The instruction set the hot loops use ("avx512", "avx2" or "scalar"; RMDIAG_PROBE_SIMD forces
  * one). All compute the same bits: each lane accumulates with fused multiply-adds in a fixed order. */
 const char *rd_probe_simd(void);

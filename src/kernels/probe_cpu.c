@@ -84,6 +84,9 @@ INLINE void s8_st(double *p, v8s v) { memcpy(p, v.v, sizeof v.v); }
 #define V8_ST s8_st
 #define V8_ACC 4
 #define V8_DOT_OUT 2
+#define V8_NODE_OC 3
+#define V8_FWD_ROWS(oc) 1
+#define V8_BWD_JB(oc) 1
 #include "probe_simd.h"
 #undef V8
 #undef V8_ISA
@@ -97,6 +100,10 @@ INLINE void s8_st(double *p, v8s v) { memcpy(p, v.v, sizeof v.v); }
 #undef V8_ST
 #undef V8_ACC
 #undef V8_DOT_OUT
+#undef V8_NODE_OC
+#undef V8_REG
+#undef V8_FWD_ROWS
+#undef V8_BWD_JB
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -133,6 +140,9 @@ INLINE void y8_st(double *p, v8y v) {
 #define V8_ST y8_st
 #define V8_ACC 6
 #define V8_DOT_OUT 2
+#define V8_NODE_OC 3
+#define V8_FWD_ROWS(oc) ((oc) == 1 ? 4 : (oc) == 2 ? 2 : 1)
+#define V8_BWD_JB(oc) ((oc) == 1 ? 3 : (oc) == 2 ? 2 : 1)
 #include "probe_simd.h"
 #undef V8
 #undef V8_ISA
@@ -146,6 +156,10 @@ INLINE void y8_st(double *p, v8y v) {
 #undef V8_ST
 #undef V8_ACC
 #undef V8_DOT_OUT
+#undef V8_NODE_OC
+#undef V8_REG
+#undef V8_FWD_ROWS
+#undef V8_BWD_JB
 #pragma GCC pop_options
 
 /* AVX-512: one register */
@@ -163,6 +177,12 @@ INLINE void y8_st(double *p, v8y v) {
 #define V8_ST _mm512_storeu_pd
 #define V8_ACC 24
 #define V8_DOT_OUT 6
+/* node kernels: up to 9 outputs per pass, about 27 accumulators of the 32 registers */
+#define V8_NODE_OC 9
+/* a value loaded once into a register (not folded into each multiply-add as a memory operand) */
+#define V8_REG(v) __asm__("" : "+v"(v))
+#define V8_FWD_ROWS(oc) ((oc) <= 3 ? 8 : 27 / (oc))
+#define V8_BWD_JB(oc) ((oc) <= 3 ? 8 : (oc) == 4 ? 6 : (oc) <= 6 ? 4 : 3)
 #include "probe_simd.h"
 #undef V8
 #undef V8_ISA
@@ -176,6 +196,10 @@ INLINE void y8_st(double *p, v8y v) {
 #undef V8_ST
 #undef V8_ACC
 #undef V8_DOT_OUT
+#undef V8_NODE_OC
+#undef V8_REG
+#undef V8_FWD_ROWS
+#undef V8_BWD_JB
 #pragma GCC pop_options
 #define PROBE_HAVE_X86 1
 #endif
@@ -183,6 +207,9 @@ INLINE void y8_st(double *p, v8y v) {
 typedef void (*dot_rows_fn)(const float *const *, int64_t, int64_t, const double *, int, double *, int64_t);
 typedef void (*bwd_rows_fn)(const float *const *, int64_t, int64_t, const double *, int, double *, int);
 typedef void (*sqdist_fn)(const float *const *, int64_t, int64_t, const double *, int64_t, double *);
+typedef void (*fwd_node_fn)(const float *const *, int64_t, int64_t, const double *, int, double *, double *);
+typedef void (*bwd_node_fn)(const float *const *, const int64_t *, int, int64_t, const double *, int, double *,
+                            double *);
 
 static struct {
   int chosen;
@@ -190,6 +217,8 @@ static struct {
   dot_rows_fn dot;
   bwd_rows_fn bwd;
   sqdist_fn sqdist;
+  fwd_node_fn fwd_node;
+  bwd_node_fn bwd_node;
 } simd;
 
 /* The instruction set of the hot loops: the best the CPU has, or RMDIAG_PROBE_SIMD = avx512 | avx2
@@ -201,6 +230,8 @@ static void simd_choose(void) {
   simd.dot = dot_rows_scalar;
   simd.bwd = bwd_rows_scalar;
   simd.sqdist = sqdist_rows_scalar;
+  simd.fwd_node = fwd_node_scalar;
+  simd.bwd_node = bwd_node_scalar;
 #ifdef PROBE_HAVE_X86
   __builtin_cpu_init();
   int has512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
@@ -210,11 +241,15 @@ static void simd_choose(void) {
     simd.dot = dot_rows_avx512;
     simd.bwd = bwd_rows_avx512;
     simd.sqdist = sqdist_rows_avx512;
+    simd.fwd_node = fwd_node_avx512;
+    simd.bwd_node = bwd_node_avx512;
   } else if (has2 && (!want || strcmp(want, "avx2") == 0 || strcmp(want, "avx512") == 0)) {
     simd.name = "avx2";
     simd.dot = dot_rows_avx2;
     simd.bwd = bwd_rows_avx2;
     simd.sqdist = sqdist_rows_avx2;
+    simd.fwd_node = fwd_node_avx2;
+    simd.bwd_node = bwd_node_avx2;
   }
 #endif
   simd.chosen = 1;
@@ -386,6 +421,66 @@ static int64_t block_grad_impl(const rd_probe_heads *h, const rd_probe_block *bl
 int64_t rd_probe_block_grad_cpu(const rd_probe_heads *h, const rd_probe_block *blk, int with_loss, int accumulate,
                                 double *out, int64_t *bad) {
   return block_grad_impl(h, blk, with_loss, accumulate, out, bad);
+}
+
+/* rd_probe_residuals (no loss) times `scale` for n rows at once, the logits and residuals stored by
+ * output (zt[o * n + i], rt[o * n + i]) so that the loops run over rows and vectorize: the same
+ * operations in the same order per row (max over classes, exponentials, their sum in class order,
+ * quotient minus the one-hot target, times scale), so the same bits. w: 2n doubles of scratch. */
+PROBE_CLONES
+static void residuals_by_output(int L, int K, int64_t n, const double *zt, const int32_t *y, double scale,
+                                double *rt, double *w) {
+  double *m = w, *sum = w + n;
+  for (int l = 0; l < L; l++) {
+    const double *zl = zt + (int64_t)l * K * n;
+    double *rl = rt + (int64_t)l * K * n;
+    if (K == 1) {
+      for (int64_t i = 0; i < n; i++) rl[i] = (rd_sigmoid_fast(zl[i]) - (y[i] ? 1.0 : 0.0)) * scale;
+      continue;
+    }
+    for (int64_t i = 0; i < n; i++) m[i] = zl[i];
+    for (int k = 1; k < K; k++)
+      for (int64_t i = 0; i < n; i++) m[i] = zl[k * n + i] > m[i] ? zl[k * n + i] : m[i];
+    for (int64_t i = 0; i < n; i++) sum[i] = 0.0;
+    for (int k = 0; k < K; k++)
+      for (int64_t i = 0; i < n; i++) {
+        double e = rd_exp_nonpos(zl[k * n + i] - m[i]);
+        rl[k * n + i] = e;
+        sum[i] += e;
+      }
+    for (int k = 0; k < K; k++)
+      for (int64_t i = 0; i < n; i++) rl[k * n + i] = (rl[k * n + i] / sum[i] - (k == y[i] ? 1.0 : 0.0)) * scale;
+  }
+}
+
+/* The value of a node of units: the logits of all its rows (column-blocked), their residuals, then
+ * per vector block of columns each unit's partial and the fixed pairwise tree over the units. */
+int rd_probe_tree_grad_cpu(const rd_probe_heads *h, const float *const *rows, const int32_t *y, const int64_t *uoff,
+                           int nu, double scale, double *out) {
+  int L = h->L, K = h->K, O = L * K;
+  int64_t d = h->d, n = uoff[nu] - uoff[0];
+  if (h->b || nu < 1 || uoff[0] != 0) return -1;
+  for (int u = 0; u < nu; u++)
+    if (uoff[u + 1] - uoff[u] > RD_PROBE_CHUNK || uoff[u + 1] < uoff[u]) return -1;
+  int levels = 1;
+  while ((1 << (levels - 1)) < nu) levels++;
+  /* lane state (n O 8), logits, residuals, both by output too (n O each), scratch (2n), the tree's
+   * stack (levels x 27 vectors) */
+  size_t nst = (size_t)(n * O * 8), nz = (size_t)(n * O), nstk = (size_t)levels * 27 * 8;
+  /* on cache lines: the lane state is read and written 64 bytes at a time */
+  double *buf = aligned_alloc(64, (sizeof(double) * (nst + 4 * nz + 2 * (size_t)n + nstk + 8) + 63) & ~(size_t)63);
+  if (!buf) return -1;
+  double *st = buf, *z = st + nst, *r = z + nz, *zt = r + nz, *rt = zt + nz, *w = rt + nz, *stk = w + 2 * n;
+  simd_choose();
+  if (n > 0) simd.fwd_node(rows, n, d, h->W, O, st, z);
+  for (int64_t i = 0; i < n; i++)
+    for (int o = 0; o < O; o++) zt[o * n + i] = z[i * O + o];
+  residuals_by_output(L, K, n, zt, y, scale, rt, w);
+  for (int64_t i = 0; i < n; i++)
+    for (int o = 0; o < O; o++) r[i * O + o] = rt[o * n + i];
+  simd.bwd_node(rows, uoff, nu, d, r, O, stk, out);
+  free(buf);
+  return 0;
 }
 
 /* ---- small vector kernels ----------------------------------------------------------------------------- */

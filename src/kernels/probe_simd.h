@@ -198,6 +198,218 @@ static void KFN(sqdist_rows)(const float *const *rows, int64_t n, int64_t d, con
   }
 }
 
+
+/* ---- the gradient of a node of units (rd_probe_tree_grad_cpu) ------------------------------------------------------
+ * Forward: the logits of all the node's rows, the columns in blocks of PROBE_FWD_JC so that a block
+ * of W stays in L1 while the rows stream past; st[(i * O + o) * 8 + l] carries lane l of logit
+ * (i, o) from block to block (j = l, l + 8, ... in order, fma from zero), so the blocks change
+ * nothing: the lanes are then combined pairwise and the d mod 8 tail added in order, as in
+ * dot_rows. Backward: for each vector block of columns, every unit's partial (rows in order, fma
+ * from zero) in registers, the units combined by the fixed pairwise tree (left + right) on a
+ * small stack, and the node's value stored once. Per element this is block_grad's arithmetic. */
+#ifndef V8_REG
+#define V8_REG(v) ((void)0)
+#endif
+#ifndef PROBE_FWD_PF
+#define PROBE_FWD_PF 512
+#endif
+
+#ifndef PROBE_BWD_PF
+#define PROBE_BWD_PF 4
+#endif
+#ifndef PROBE_FWD_JC
+#define PROBE_FWD_JC 512
+#endif
+
+/* RX rows x OC outputs over columns [j0, j1), the lane state st (row stride ldst) read unless
+ * `first` and written back. While it runs, the rows are read ahead: PROBE_FWD_PF floats ahead in
+ * the same row and, past the block's end, in the rows xn[r] that the next tile reads (from their
+ * first column of the block), so that memory streams without a gap from tile to tile. */
+#define KFT(NAME, OC, RX)                                                                                \
+  static inline __attribute__((always_inline)) void KFN(NAME)(const float *const *x, const float *const *xn, \
+                                                              const double *const *w, int64_t j0, int64_t j1, \
+                                                              double *st, int64_t ldst, int first) {     \
+    enum { R = RX };                                                                                    \
+    V8 acc[R][OC];                                                                                      \
+    for (int r = 0; r < R; r++)                                                                         \
+      for (int o = 0; o < OC; o++) acc[r][o] = first ? V8_ZERO() : V8_LDD(st + r * ldst + 8 * o);      \
+    for (int64_t j = j0; j < j1; j += 8) {                                                              \
+      V8 xv[R];                                                                                         \
+      int64_t ja = j + PROBE_FWD_PF;                                                                    \
+      for (int r = 0; r < R; r++) __builtin_prefetch(ja < j1 ? x[r] + ja : xn[r] + (ja - j1), 0, 3);    \
+      for (int r = 0; r < R; r++) xv[r] = V8_LDF(x[r] + j);                                             \
+      for (int o = 0; o < OC; o++) {                                                                    \
+        V8 wv = V8_LDD(w[o] + j);                                                                       \
+        V8_REG(wv);                                                                                     \
+        for (int r = 0; r < R; r++) acc[r][o] = V8_FMA(wv, xv[r], acc[r][o]);                           \
+      }                                                                                                 \
+    }                                                                                                   \
+    for (int r = 0; r < R; r++)                                                                         \
+      for (int o = 0; o < OC; o++) V8_ST(st + r * ldst + 8 * o, acc[r][o]);                             \
+  }
+
+/* OC outputs x JB vectors of columns from j0, over the units of a node (see above); stk holds
+ * (levels) x OC x JB x 8 doubles. */
+#define KBT(NAME, OC, JBX)                                                                               \
+  static inline __attribute__((always_inline)) void KFN(NAME)(                                          \
+      const float *const *x, const int64_t *uoff, int nu, const double *r, int O, int o0, int64_t j0,   \
+      double *stk, double *G, int64_t d) {                                                              \
+    enum { JB = JBX };                                                                                  \
+    const int64_t lev = (int64_t)OC * JB * 8;                                                           \
+    int top = 0;                                                                                        \
+    V8 acc[OC][JB];                                                                                     \
+    for (int u = 0; u == 0 || u < nu; u++) { /* nu >= 1 */                                             \
+      for (int o = 0; o < OC; o++)                                                                      \
+        for (int b = 0; b < JB; b++) acc[o][b] = V8_ZERO();                                             \
+      for (int64_t i = uoff[u]; i < uoff[u + 1]; i++) {                                                 \
+        V8 xv[JB];                                                                                      \
+        /* the row's columns PROBE_BWD_PF blocks before (its lines come from L2 or L3) */                   \
+        for (int q = 0; q < (JB * 32 + 63) / 64; q++)                                                   \
+          __builtin_prefetch(x[i] + j0 - PROBE_BWD_PF * 8 * JB + 16 * q, 0, 3);                         \
+        for (int b = 0; b < JB; b++) xv[b] = V8_LDF(x[i] + j0 + 8 * b);                                 \
+        const double *ri = r + i * O + o0;                                                              \
+        for (int o = 0; o < OC; o++) {                                                                  \
+          V8 rv = V8_SET1(ri[o]);                                                                       \
+          for (int b = 0; b < JB; b++) acc[o][b] = V8_FMA(rv, xv[b], acc[o][b]);                        \
+        }                                                                                               \
+      }                                                                                                 \
+      for (int k = u; k & 1; k >>= 1) { /* a right child: left + right */                              \
+        const double *s = stk + --top * lev;                                                            \
+        for (int o = 0; o < OC; o++)                                                                    \
+          for (int b = 0; b < JB; b++) acc[o][b] = V8_ADD(V8_LDD(s + (o * JB + b) * 8), acc[o][b]);     \
+      }                                                                                                 \
+      if (u + 1 < nu) {                                                                                 \
+        double *s = stk + top++ * lev;                                                                  \
+        for (int o = 0; o < OC; o++)                                                                    \
+          for (int b = 0; b < JB; b++) V8_ST(s + (o * JB + b) * 8, acc[o][b]);                          \
+      }                                                                                                 \
+    }                                                                                                   \
+    /* subtrees left open by absent leaves (nu not a power of two): fold from the right */              \
+    while (top > 0) {                                                                                   \
+      const double *s = stk + --top * lev;                                                              \
+      for (int o = 0; o < OC; o++)                                                                      \
+        for (int b = 0; b < JB; b++) acc[o][b] = V8_ADD(V8_LDD(s + (o * JB + b) * 8), acc[o][b]);       \
+    }                                                                                                   \
+    for (int o = 0; o < OC; o++)                                                                        \
+      for (int b = 0; b < JB; b++) V8_ST(G + (int64_t)(o0 + o) * d + j0 + 8 * b, acc[o][b]);            \
+  }
+
+#define KNODE(OC)                                                                                        \
+  KFT(ft_##OC, OC, V8_FWD_ROWS(OC))                                                                     \
+  KFT(ft1_##OC, OC, 1)                                                                                  \
+  KBT(bt_##OC, OC, V8_BWD_JB(OC))                                                                       \
+  KBT(bt1_##OC, OC, 1)
+KNODE(1)
+KNODE(2)
+KNODE(3)
+#if V8_NODE_OC >= 4
+KNODE(4)
+KNODE(5)
+KNODE(6)
+#endif
+#if V8_NODE_OC >= 7
+KNODE(7)
+KNODE(8)
+KNODE(9)
+#endif
+#undef KNODE
+#undef KFT
+#undef KBT
+
+#define KSW(M)                 \
+  switch (oc) {                \
+    case 1: M(1); break;       \
+    case 2: M(2); break;       \
+    default: M(3); break;      \
+    KSW_MORE(M)                \
+  }
+#if V8_NODE_OC >= 7
+#define KSW_MORE(M) case 4: M(4); break; case 5: M(5); break; case 6: M(6); break; \
+                    case 7: M(7); break; case 8: M(8); break; case 9: M(9); break;
+#elif V8_NODE_OC >= 4
+#define KSW_MORE(M) case 4: M(4); break; case 5: M(5); break; case 6: M(6); break;
+#else
+#define KSW_MORE(M)
+#endif
+
+/* Logits z[i * O + o] of n rows (st: n * O * 8 doubles of lane state): for each block of
+ * PROBE_FWD_JC columns (its part of W stays in L1), the rows in tiles of V8_FWD_ROWS(oc) (then one
+ * at a time), each tile reading ahead into the next one's rows (the first tile's of the next block
+ * at the end of a block). */
+static void KFN(fwd_node)(const float *const *x, int64_t n, int64_t d, const double *W, int O, double *st,
+                          double *z) {
+  int64_t d8 = d & ~(int64_t)7, ldst = (int64_t)O * 8;
+  int ng = (O + V8_NODE_OC - 1) / V8_NODE_OC;
+  for (int g = 0; g < ng && n > 0; g++) {
+    int o0 = (int)((int64_t)O * g / ng), oc = (int)((int64_t)O * (g + 1) / ng) - o0;
+    const double *w[V8_NODE_OC];
+    for (int o = 0; o < oc; o++) w[o] = W + (int64_t)(o0 + o) * d;
+#define KF(OC)                                                                                     \
+  do {                                                                                             \
+    enum { R = V8_FWD_ROWS(OC) };                                                                  \
+    int64_t nt = n - n % R; /* rows in full tiles; the rest one at a time */                       \
+    for (int64_t j0 = 0; j0 < d8; j0 += PROBE_FWD_JC) {                                            \
+      int64_t j1 = d8 - j0 < PROBE_FWD_JC ? d8 : j0 + PROBE_FWD_JC;                                \
+      for (int64_t i = 0; i < n;) {                                                                \
+        int rows = i < nt ? R : 1;                                                                 \
+        const float *xn[R];                                                                        \
+        for (int q = 0; q < R; q++) {                                                              \
+          int64_t k = i + rows + q; /* the next tile's rows, or the next block's first */         \
+          xn[q] = k < n ? x[k] + j0 : x[q < n ? q : 0] + j1;                                       \
+        }                                                                                          \
+        double *sp = st + (i * O + o0) * 8;                                                        \
+        if (rows == R) KFN(ft_##OC)(x + i, xn, w, j0, j1, sp, ldst, j0 == 0);                      \
+        else KFN(ft1_##OC)(x + i, xn, w, j0, j1, sp, ldst, j0 == 0);                               \
+        i += rows;                                                                                 \
+      }                                                                                            \
+    }                                                                                              \
+  } while (0)
+    KSW(KF)
+#undef KF
+  }
+  for (int64_t i = 0; i < n; i++)
+    for (int o = 0; o < O; o++) {
+      const double *t = st + (i * O + o) * 8;
+      double s = d8 > 0 ? ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7])) : 0.0;
+      for (int64_t j = d8; j < d; j++) s = fma(W[(int64_t)o * d + j], (double)x[i][j], s);
+      z[i * O + o] = s;
+    }
+}
+
+/* G [O, d] = the node's value from the residuals r [rows, O] of the units' rows. */
+static void KFN(bwd_node)(const float *const *x, const int64_t *uoff, int nu, int64_t d, const double *r, int O,
+                          double *stk, double *G) {
+  int64_t d8 = d & ~(int64_t)7;
+  int ng = (O + V8_NODE_OC - 1) / V8_NODE_OC;
+  for (int g = 0; g < ng; g++) {
+    int o0 = (int)((int64_t)O * g / ng), oc = (int)((int64_t)O * (g + 1) / ng) - o0;
+    /* the columns from the last to the first: the forward read the last ones most recently, so
+     * they are the likeliest still to be in L2 */
+    for (int64_t jj = d8; jj < d; jj++) /* the d mod 8 tail, element by element in the same order */
+      for (int o = o0; o < o0 + oc; o++) {
+        double sv[64], v = 0.0;
+        int top = 0;
+        for (int u = 0; u < nu; u++) {
+          v = 0.0;
+          for (int64_t i = uoff[u]; i < uoff[u + 1]; i++) v = fma(r[i * O + o], (double)x[i][jj], v);
+          for (int k = u; k & 1; k >>= 1) v = sv[--top] + v;
+          if (u + 1 < nu) sv[top++] = v;
+        }
+        while (top > 0) v = sv[--top] + v;
+        G[(int64_t)o * d + jj] = v;
+      }
+#define KB(OC)                                                                                    \
+  do {                                                                                            \
+    const int64_t w8 = 8 * V8_BWD_JB(OC), jb = d8 - d8 % w8;                                      \
+    for (int64_t j = d8 - 8; j >= jb; j -= 8) KFN(bt1_##OC)(x, uoff, nu, r, O, o0, j, stk, G, d); \
+    for (int64_t j = jb - w8; j >= 0; j -= w8) KFN(bt_##OC)(x, uoff, nu, r, O, o0, j, stk, G, d); \
+  } while (0)
+    KSW(KB)
+#undef KB
+  }
+}
+#undef KSW
+#undef KSW_MORE
 #undef KBWD_JB
 #undef KFN
 #undef KCAT

@@ -3,9 +3,12 @@
  *
  * Determinism. A sum over rows is a fixed pairwise tree over fixed leaves (the 8 units of a batch in
  * mrmbench mode; blocks of 64 training rows for L-BFGS). A rank owns a contiguous range of leaves,
- * evaluates the largest tree nodes inside its range, and the group exchanges those nodes
- * (allgather) and completes the same tree, so every rank holds the same bits and the result does
- * not depend on the number of ranks. Within a leaf, rows are summed in order. */
+ * evaluates the largest tree nodes inside its range, and the group exchanges those nodes (through
+ * shared memory when the group is on one node, else allgather) and completes the same tree, so every
+ * rank holds the same bits and the result does not depend on the number of ranks. Within a leaf,
+ * rows are summed in order. In mrmbench mode a node is evaluated in one pass
+ * (rd_probe_tree_grad_cpu), and with shared memory each rank applies AdamW to its share of the
+ * weights (elementwise, so the shares change no bits). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +28,9 @@
 /* ---- fixed reduction tree ------------------------------------------------------------------------- */
 
 typedef int (*leaf_fn)(void *arg, int64_t leaf, double *dst, int accumulate, rd_status *st);
+/* Optional: the value of a whole node (leaves [lo, lo + n) present) in one call, the same bits as
+ * the tree of its leaves. */
+typedef int (*node_fn)(void *arg, int64_t lo, int64_t n, double *dst, rd_status *st);
 
 typedef struct tnode {
   int64_t lo, size;  /* aligned: lo % size == 0, size a power of two */
@@ -34,11 +40,19 @@ typedef struct tree_ws {
   int64_t len;       /* doubles per node value */
   int64_t depth;
   double *scratch;   /* (depth + 2) * len */
+  /* the nodes each rank evaluates (rank-major) */
+  tnode *nodes;
+  int64_t total, mine, first;  /* all ranks' nodes, this rank's, the index of its first */
+  int *counts, *displs;        /* doubles per rank and their offsets (MPI_Allgatherv) */
+  const double **vals;         /* value of each node, for the root */
+  int64_t out_lo, out_hi;      /* the elements of the root the caller reads (all by default) */
+  /* exchange through MPI_Allgatherv ... */
   double *send, *recv;
-  int64_t send_cap, recv_cap;
-  int *counts, *displs;
-  tnode *nodes;      /* all ranks' nodes, rank-major */
-  int64_t n_nodes_cap;
+  /* ... or, when the group shares memory, through a shared window: rank r writes its nodes into
+   * seg[r] (two halves used in turn, so a rank never overwrites values another may still read) */
+  MPI_Win win;
+  int shared, half;
+  double **seg;
 } tree_ws;
 
 static int64_t pow2_ceil(int64_t J) {
@@ -61,36 +75,37 @@ static int64_t tree_cover(int64_t J, tnode node, int64_t a, int64_t b, tnode *ou
 }
 
 /* dst = value of `node`: left child, then + right child (a leaf added in place by f). */
-static int tree_eval(int64_t J, tnode node, leaf_fn f, void *arg, double *dst, double *scratch, int64_t len,
-                     rd_status *st) {
+static int tree_eval(int64_t J, tnode node, leaf_fn f, node_fn nf, void *arg, double *dst, double *scratch,
+                     int64_t len, rd_status *st) {
+  if (nf) return nf(arg, node.lo, node.lo + node.size < J ? node.size : J - node.lo, dst, st);
   if (node.size == 1) return f(arg, node.lo, dst, 0, st);
   tnode l = {node.lo, node.size / 2}, r = {node.lo + node.size / 2, node.size / 2};
-  RD_TRY(tree_eval(J, l, f, arg, dst, scratch, len, st));
+  RD_TRY(tree_eval(J, l, f, nf, arg, dst, scratch, len, st));
   if (r.lo >= J) return RD_OK;
   if (r.size == 1) return f(arg, r.lo, dst, 1, st);
-  RD_TRY(tree_eval(J, r, f, arg, scratch, scratch + len, len, st));
+  RD_TRY(tree_eval(J, r, f, nf, arg, scratch, scratch + len, len, st));
   rd_probe_add(dst, scratch, len);
   return RD_OK;
 }
 
-static const double *tree_find(tnode node, const tnode *nodes, const double *vals, int64_t n_nodes, int64_t len) {
+static const double *tree_find(tnode node, const tnode *nodes, const double *const *vals, int64_t n_nodes) {
   for (int64_t k = 0; k < n_nodes; k++)
-    if (nodes[k].lo == node.lo && nodes[k].size == node.size) return vals + k * len;
+    if (nodes[k].lo == node.lo && nodes[k].size == node.size) return vals[k];
   return NULL;
 }
 
 /* Root value from the nodes every rank contributed (identical on every rank): a node received is
  * taken as it is, else left + right (read straight from the received values when they are there). */
-static void tree_root(int64_t J, tnode node, const tnode *nodes, const double *vals, int64_t n_nodes, double *dst,
-                      double *scratch, int64_t len) {
-  const double *have = tree_find(node, nodes, vals, n_nodes, len);
+static void tree_root(int64_t J, tnode node, const tnode *nodes, const double *const *vals, int64_t n_nodes,
+                      double *dst, double *scratch, int64_t len) {
+  const double *have = tree_find(node, nodes, vals, n_nodes);
   if (have) {
     memcpy(dst, have, sizeof(double) * (size_t)len);
     return;
   }
   tnode l = {node.lo, node.size / 2}, r = {node.lo + node.size / 2, node.size / 2};
-  const double *lv = tree_find(l, nodes, vals, n_nodes, len);
-  const double *rv = r.lo < J ? tree_find(r, nodes, vals, n_nodes, len) : NULL;
+  const double *lv = tree_find(l, nodes, vals, n_nodes);
+  const double *rv = r.lo < J ? tree_find(r, nodes, vals, n_nodes) : NULL;
   if (!lv) {
     tree_root(J, l, nodes, vals, n_nodes, dst, scratch, len);
     lv = dst;
@@ -106,66 +121,183 @@ static void tree_root(int64_t J, tnode node, const tnode *nodes, const double *v
   rd_probe_add3(dst, lv, rv, len);
 }
 
-static int ws_init(tree_ws *w, int64_t J, int64_t len, int gsize) {
+/* Vectors of doubles start on a cache line: the kernels read and write them 64 bytes at a time, and
+ * a vector split over two lines costs both. */
+static double *alloc64(int64_t n, int zero) {
+  size_t bytes = (sizeof(double) * (size_t)(n > 0 ? n : 1) + 63) & ~(size_t)63;
+  double *p = aligned_alloc(64, bytes);
+  if (p && zero) memset(p, 0, bytes);
+  return p;
+}
+
+/* The first cache-line boundary at or after p (a shared window's segment is placed by MPI: each rank
+ * asks 64 bytes more and starts there; the offset within a page is the same in every process). */
+static double *align64(double *p) {
+  return (double *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
+}
+
+/* Whether the exchange may go through shared memory (RMDIAG_PROBE_SHM=0 turns it off). */
+static int shm_allowed(void) {
+  const char *e = getenv("RMDIAG_PROBE_SHM");
+  return !(e && strcmp(e, "0") == 0);
+}
+
+/* Collective over the group (J leaves, node values of len doubles). */
+static int ws_init(tree_ws *w, int64_t J, int64_t len, const rd_ctx *g) {
   memset(w, 0, sizeof *w);
+  w->win = MPI_WIN_NULL;
   w->len = len;
+  w->out_hi = len;
+  int gsize = g->size;
   int64_t P2 = pow2_ceil(J), depth = 0;
   while (((int64_t)1 << depth) < P2) depth++;
   w->depth = depth;
-  w->scratch = malloc(sizeof(double) * (size_t)((depth + 2) * len));
-  w->n_nodes_cap = (2 * depth + 2) * gsize;
-  w->nodes = malloc(sizeof(tnode) * (size_t)w->n_nodes_cap);
+  w->scratch = alloc64((depth + 2) * len, 0);
+  int64_t cap = (2 * depth + 2) * gsize;
+  w->nodes = malloc(sizeof(tnode) * (size_t)cap);
+  w->vals = malloc(sizeof(double *) * (size_t)cap);
   w->counts = malloc(sizeof(int) * (size_t)gsize);
   w->displs = malloc(sizeof(int) * (size_t)gsize);
-  if (gsize > 1) {
-    w->send_cap = (2 * depth + 2) * len;
-    w->recv_cap = w->n_nodes_cap * len;
-    w->send = malloc(sizeof(double) * (size_t)w->send_cap);
-    w->recv = malloc(sizeof(double) * (size_t)w->recv_cap);
-    if (!w->send || !w->recv) return -1;
+  w->seg = malloc(sizeof(double *) * (size_t)gsize);
+  if (!w->scratch || !w->nodes || !w->vals || !w->counts || !w->displs || !w->seg) return -1;
+  if (gsize == 1) return 0;
+  tnode root = {0, P2};
+  for (int r = 0; r < gsize; r++) {
+    int64_t a, b;
+    rd_split_range(J, gsize, r, &a, &b);
+    int64_t n = tree_cover(J, root, a, b, w->nodes + w->total, 0);
+    if (n * len > INT32_MAX || w->total * len > INT32_MAX) return -1;
+    w->counts[r] = (int)(n * len);
+    w->displs[r] = (int)(w->total * len);
+    if (r == g->rank) {
+      w->first = w->total;
+      w->mine = n;
+    }
+    w->total += n;
   }
-  return (w->scratch && w->nodes && w->counts && w->displs) ? 0 : -1;
+  /* every rank of the group on this node: values are read where they were written */
+  int local = g->node_size == gsize && shm_allowed(), all_local = 0, ok = 0;
+  MPI_Allreduce(&local, &all_local, 1, MPI_INT, MPI_MIN, g->comm);
+  if (all_local) {
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "alloc_shared_noncontig", "true");
+    double *base = NULL;
+    MPI_Aint bytes = (MPI_Aint)(sizeof(double) * (size_t)(2 * w->mine * len + 8));
+    int rc = MPI_Win_allocate_shared(bytes, (int)sizeof(double), info, g->comm, &base, &w->win);
+    MPI_Info_free(&info);
+    ok = rc == MPI_SUCCESS;
+    int all_ok = 0;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, g->comm);
+    if (all_ok) {
+      for (int r = 0; r < gsize; r++) {
+        MPI_Aint sz;
+        int du;
+        MPI_Win_shared_query(w->win, r, &sz, &du, &w->seg[r]);
+        w->seg[r] = align64(w->seg[r]);
+      }
+      MPI_Win_lock_all(MPI_MODE_NOCHECK, w->win);
+      w->shared = 1;
+      return 0;
+    }
+    if (ok) MPI_Win_free(&w->win);
+    w->win = MPI_WIN_NULL;
+  }
+  w->send = alloc64(w->mine * len, 0);
+  w->recv = alloc64(w->total * len, 0);
+  return (w->send && w->recv) ? 0 : -1;
 }
 
+/* Collective when the group shares a window. */
 static void ws_free(tree_ws *w) {
+  if (w->shared) {
+    MPI_Win_unlock_all(w->win);
+    MPI_Win_free(&w->win);
+  }
   free(w->scratch);
   free(w->send);
   free(w->recv);
   free(w->counts);
   free(w->displs);
   free(w->nodes);
+  free(w->vals);
+  free(w->seg);
   memset(w, 0, sizeof *w);
+}
+
+/* Collective. n doubles in a window shared by the group (held by its rank 0), or NULL (*win stays
+ * MPI_WIN_NULL) when it cannot be had. */
+static double *shared_doubles(const rd_ctx *g, int64_t n, MPI_Win *win) {
+  double *base = NULL;
+  *win = MPI_WIN_NULL;
+  MPI_Aint bytes = g->rank == 0 ? (MPI_Aint)(sizeof(double) * (size_t)(n + 8)) : 0;
+  int ok = MPI_Win_allocate_shared(bytes, (int)sizeof(double), MPI_INFO_NULL, g->comm, &base, win) == MPI_SUCCESS;
+  int all_ok = 0;
+  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, g->comm);
+  if (!all_ok) {
+    if (ok) MPI_Win_free(win);
+    *win = MPI_WIN_NULL;
+    return NULL;
+  }
+  MPI_Aint sz;
+  int du;
+  MPI_Win_shared_query(*win, 0, &sz, &du, &base);
+  MPI_Win_lock_all(MPI_MODE_NOCHECK, *win);
+  return align64(base);
+}
+
+/* Collective: what each rank wrote into the window before is visible to all after. */
+static void shared_sync(const rd_ctx *g, MPI_Win win) {
+  MPI_Win_sync(win);
+  MPI_Barrier(g->comm);
+  MPI_Win_sync(win);
+}
+
+/* Frees p: the shared window (collective) or the heap block. */
+static void shared_free(double *p, MPI_Win *win) {
+  if (*win != MPI_WIN_NULL) {
+    MPI_Win_unlock_all(*win);
+    MPI_Win_free(win);
+  } else {
+    free(p);
+  }
 }
 
 /* Collective over the group: out = Σ over leaves [0, J) by the fixed tree. Each rank evaluates the
  * leaves rd_split_range(J, size, rank). Errors of f are agreed when f may fail (it reads rows). */
-static int tree_allreduce(const rd_ctx *g, int64_t J, leaf_fn f, void *arg, int may_fail, tree_ws *w, double *out,
-                          rd_status *st) {
+static int tree_allreduce(const rd_ctx *g, int64_t J, leaf_fn f, node_fn nf, void *arg, int may_fail, tree_ws *w,
+                          double *out, rd_status *st) {
   tnode root = {0, pow2_ceil(J)};
   if (g->size == 1) {
-    tree_eval(J, root, f, arg, out, w->scratch, w->len, st);
+    tree_eval(J, root, f, nf, arg, out, w->scratch, w->len, st);
     return st->code;
   }
-  int64_t total = 0, mine = 0;
-  tnode *my = NULL;
-  for (int r = 0; r < g->size; r++) {
-    int64_t a, b;
-    rd_split_range(J, g->size, r, &a, &b);
-    int64_t n = tree_cover(J, root, a, b, w->nodes + total, 0);
-    w->counts[r] = (int)(n * w->len);
-    w->displs[r] = (int)(total * w->len);
-    if (r == g->rank) {
-      my = w->nodes + total;
-      mine = n;
-    }
-    total += n;
-  }
-  for (int64_t k = 0; k < mine && st->code == RD_OK; k++)
-    tree_eval(J, my[k], f, arg, w->send + k * w->len, w->scratch, w->len, st);
+  const tnode *my = w->nodes + w->first;
+  int64_t len = w->len;
+  double *dst = w->shared ? w->seg[g->rank] + w->half * w->mine * len : w->send;
+  for (int64_t k = 0; k < w->mine && st->code == RD_OK; k++)
+    tree_eval(J, my[k], f, nf, arg, dst + k * len, w->scratch, len, st);
   if (may_fail && rd_agree(g, st) != RD_OK) return st->code;
-  RD_MPI_CHECK(g, MPI_Allgatherv(w->send, w->counts[g->rank], MPI_DOUBLE, w->recv, w->counts, w->displs, MPI_DOUBLE,
-                                 g->comm));
-  tree_root(J, root, w->nodes, w->recv, total, out, w->scratch, w->len);
+  if (w->shared) {
+    /* the values written before the barrier are visible after it */
+    MPI_Win_sync(w->win);
+    RD_MPI_CHECK(g, MPI_Barrier(g->comm));
+    MPI_Win_sync(w->win);
+    for (int r = 0, k = 0; r < g->size; r++) {
+      int64_t n = w->counts[r] / len;
+      for (int64_t q = 0; q < n; q++, k++) w->vals[k] = w->seg[r] + (w->half * n + q) * len;
+    }
+    w->half ^= 1;
+  } else {
+    RD_MPI_CHECK(g, MPI_Allgatherv(w->send, w->counts[g->rank], MPI_DOUBLE, w->recv, w->counts, w->displs,
+                                   MPI_DOUBLE, g->comm));
+    for (int64_t k = 0; k < w->total; k++) w->vals[k] = w->recv + k * len;
+  }
+  /* the root is elementwise: only the elements asked for */
+  int64_t lo = w->out_lo, n = w->out_hi - w->out_lo;
+  if (lo > 0)
+    for (int64_t k = 0; k < w->total; k++) w->vals[k] += lo;
+  tree_root(J, root, w->nodes, w->vals, w->total, out + lo, w->scratch, n);
   return RD_OK;
 }
 
@@ -345,6 +477,25 @@ static int mrm_leaf(void *arg, int64_t u, double *dst, int accumulate, rd_status
   return RD_OK;
 }
 
+/* The rank's units [lo, lo + n) of the batch in one pass (rd_probe_tree_grad_cpu). */
+static int mrm_node(void *arg, int64_t lo, int64_t n, double *dst, rd_status *st) {
+  mrm_state *s = arg;
+  int64_t a0, a1, uoff[RD_PROBE_UNITS + 1], l0 = 0;
+  rd_split_range(s->b, RD_PROBE_UNITS, (int)s->u0, &a0, &a1);
+  for (int64_t k = 0; k < n; k++) {
+    int64_t ulo, uhi;
+    rd_split_range(s->b, RD_PROBE_UNITS, (int)(lo + k), &ulo, &uhi);
+    if (k == 0) l0 = ulo;
+    uoff[k] = ulo - l0;
+    uoff[k + 1] = uhi - l0;
+  }
+  int64_t at = s->first + (l0 - a0);
+  (void)st;
+  if (rd_probe_tree_grad_cpu(s->h, s->rows->ptr + at, s->rows->y + at, uoff, (int)n, 1.0 / (double)s->b, dst) != 0)
+    rd_abort(s->R->ctx, __FILE__, __LINE__, "out of memory in the gradient kernel");
+  return RD_OK;
+}
+
 /* One (model, task, seed) with heads lrs[0..L): trains on the group and evaluates; group rank 0
  * fills res[l] (W, val_pred, test_pred). */
 static int train_mrmbench(probe_run *R, const rd_ctx *g, ptask *p, int64_t seed, const double *lrs, int L,
@@ -355,9 +506,8 @@ static int train_mrmbench(probe_run *R, const rd_ctx *g, ptask *p, int64_t seed,
   rd_split_range(U, g->size, g->rank, &u0, &u1);
   int64_t *perm = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
   int64_t *boff = malloc(sizeof(int64_t) * (size_t)(Td + 1));  /* local position of each batch's rows */
-  double *W = malloc(sizeof(double) * (size_t)(O * d)), *M = calloc((size_t)(O * d), sizeof(double));
-  double *V = calloc((size_t)(O * d), sizeof(double)), *G = malloc(sizeof(double) * (size_t)(O * d));
-  if (!perm || !boff || !W || !M || !V || !G) rd_abort(g, __FILE__, __LINE__, "out of memory for training");
+  double *M = alloc64(O * d, 1), *V = alloc64(O * d, 1), *G = alloc64(O * d, 0);
+  if (!perm || !boff || !M || !V || !G) rd_abort(g, __FILE__, __LINE__, "out of memory for training");
   batch_order(R, p, seed, perm);
   /* the rank's positions: in each batch, the units [u0, u1) */
   int64_t nloc = 0;
@@ -380,13 +530,26 @@ static int train_mrmbench(probe_run *R, const rd_ctx *g, ptask *p, int64_t seed,
     }
   }
   free(perm);
-  init_heads(R, p, seed, L, W);
-  rd_probe_heads h = {.d = d, .L = L, .K = (int)K, .W = W, .b = NULL};
   tree_ws ws;
-  if (ws_init(&ws, U, O * d, g->size) != 0) rd_abort(g, __FILE__, __LINE__, "out of memory for the reduction tree");
-  rd_adamw aw = {.beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .wd = 0.1};
+  if (ws_init(&ws, U, O * d, g) != 0) rd_abort(g, __FILE__, __LINE__, "out of memory for the reduction tree");
   const rd_probe_kernels *gk = gpu_kernels(R);
-  double *leafbuf = gk ? malloc(sizeof(double) * (size_t)((u1 - u0 + 1) * O * d)) : NULL;
+  /* when the group shares memory, the weights live in a shared window and each rank applies AdamW
+   * to its share of them (the update is elementwise, so the bits do not depend on the shares) */
+  MPI_Win wwin = MPI_WIN_NULL;
+  double *W = ws.shared && !gk ? shared_doubles(g, O * d, &wwin) : alloc64(O * d, 0);
+  if (!W) rd_abort(g, __FILE__, __LINE__, "out of memory for training");
+  if (wwin == MPI_WIN_NULL || g->rank == 0) init_heads(R, p, seed, L, W);
+  if (wwin != MPI_WIN_NULL) shared_sync(g, wwin);
+  int64_t e0 = 0, e1 = O * d;  /* the parameters this rank updates */
+  if (wwin != MPI_WIN_NULL) {
+    rd_split_range(O * d, g->size, g->rank, &e0, &e1);
+    /* it needs the gradient of the heads it updates only (their norms included) */
+    ws.out_lo = e1 > e0 ? e0 / (K * d) * (K * d) : 0;
+    ws.out_hi = e1 > e0 ? ((e1 - 1) / (K * d) + 1) * (K * d) : 0;
+  }
+  rd_probe_heads h = {.d = d, .L = L, .K = (int)K, .W = W, .b = NULL};
+  rd_adamw aw = {.beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .wd = 0.1};
+  double *leafbuf = gk ? alloc64((u1 - u0 + 1) * O * d, 0) : NULL;
   if (gk && !leafbuf) rd_abort(g, __FILE__, __LINE__, "out of memory");
   mrm_state ms = {.R = R, .h = &h, .rows = &rows, .u0 = u0, .u1 = u1};
   /* the epoch in segments of batches whose rows fit the memory budget (one segment when mapped);
@@ -424,15 +587,16 @@ static int train_mrmbench(probe_run *R, const rd_ctx *g, ptask *p, int64_t seed,
         rd_fail(st, RD_EFAIL, "%s backend: probe gradient kernel failed: %s", R->ctx->backend->name, err);
       ms.leafbuf = leafbuf;
     }
-    if (tree_allreduce(g, U, mrm_leaf, &ms, gk != NULL, &ws, G, st) != RD_OK) break;
+    if (tree_allreduce(g, U, mrm_leaf, gk ? NULL : mrm_node, &ms, gk != NULL, &ws, G, st) != RD_OK) break;
     double cosf = 0.5 * (1.0 + cos(M_PI * (double)t / (double)Td));
     for (int l = 0; l < L; l++) {
-      double *gl = G + l * K * d;
-      double norm = sqrt(rd_probe_sumsq(gl, K * d));
+      int64_t a = l * K * d > e0 ? l * K * d : e0, z = (l + 1) * K * d < e1 ? (l + 1) * K * d : e1;
+      if (a >= z) continue;
+      double norm = sqrt(rd_probe_sumsq(G + l * K * d, K * d));
       double clip = 1.0 / (norm + 1e-6);
-      rd_probe_adamw_step(&aw, t, lrs[l] * cosf, clip < 1.0 ? clip : 1.0, gl, W + l * K * d, M + l * K * d,
-                          V + l * K * d, K * d);
+      rd_probe_adamw_step(&aw, t, lrs[l] * cosf, clip < 1.0 ? clip : 1.0, G + a, W + a, M + a, V + a, z - a);
     }
+    if (wwin != MPI_WIN_NULL) shared_sync(g, wwin);
     if (prog) rd_progress_update(prog, ++*prog_done);
   }
   rd_timing_mark(R->ctx->rank, R->job->name, "epoch");
@@ -444,7 +608,7 @@ static int train_mrmbench(probe_run *R, const rd_ctx *g, ptask *p, int64_t seed,
   free(V);
   free(G);
   if (rd_agree(g, st) != RD_OK) {
-    free(W);
+    shared_free(W, &wwin);
     return st->code;
   }
   /* validation and test predictions of every head */
@@ -467,7 +631,7 @@ static int train_mrmbench(probe_run *R, const rd_ctx *g, ptask *p, int64_t seed,
   }
   free(vp);
   free(tp);
-  free(W);
+  shared_free(W, &wwin);
   return st->code;
 }
 
@@ -566,7 +730,7 @@ static int lb_eval(lb_problem *P, const double *theta, double *f, double *grad, 
     P->braw[k] = theta[nW + k] - shift;
   }
   P->s->what = 0;
-  RD_TRY(tree_allreduce(P->g, P->J, lb_leaf, P->s, 1, P->ws, P->vec, st));
+  RD_TRY(tree_allreduce(P->g, P->J, lb_leaf, NULL, P->s, 1, P->ws, P->vec, st));
   P->evals++;
   const double *G = P->vec, *gb = P->vec + nW;
   double loss = P->vec[nW + K];
@@ -684,18 +848,18 @@ static int train_lbfgs(probe_run *R, const rd_ctx *g, ptask *p, double l2, grid_
     return st->code;
   }
   tree_ws ws;
-  if (ws_init(&ws, J, K * d + K + 1, g->size) != 0) rd_abort(g, __FILE__, __LINE__, "out of memory for the tree");
+  if (ws_init(&ws, J, K * d + K + 1, g) != 0) rd_abort(g, __FILE__, __LINE__, "out of memory for the tree");
   lb_problem P = {.s = &s, .g = g, .ws = &ws, .J = J, .K = K, .d = d, .l2 = l2, .Wraw = Wraw, .braw = braw, .vec = vec};
   if (R->o->standardize) {
     /* train mean and sd (ddof 0; a zero sd counts as 1), by the same fixed tree */
     tree_ws ws1;
-    if (ws_init(&ws1, J, d, g->size) != 0) rd_abort(g, __FILE__, __LINE__, "out of memory for the tree");
+    if (ws_init(&ws1, J, d, g) != 0) rd_abort(g, __FILE__, __LINE__, "out of memory for the tree");
     s.what = 1;
-    if (tree_allreduce(g, J, lb_leaf, &s, 1, &ws1, mu, st) == RD_OK) {
+    if (tree_allreduce(g, J, lb_leaf, NULL, &s, 1, &ws1, mu, st) == RD_OK) {
       for (int64_t j = 0; j < d; j++) mu[j] /= (double)n_tr;
       s.what = 2;
       s.mean = mu;
-      if (tree_allreduce(g, J, lb_leaf, &s, 1, &ws1, sdv, st) == RD_OK)
+      if (tree_allreduce(g, J, lb_leaf, NULL, &s, 1, &ws1, sdv, st) == RD_OK)
         for (int64_t j = 0; j < d; j++) {
           double v = sqrt(sdv[j] / (double)n_tr);
           sdv[j] = v > 0.0 ? v : 1.0;
