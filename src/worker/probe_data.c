@@ -247,6 +247,8 @@ static int ptask_lists(const probe_run *R, ptask *p, rd_status *st) {
   return RD_OK;
 }
 
+static void feat_map_all(probe_run *R);
+
 int probe_prepare(probe_run *R, rd_status *st) {
   const rd_ctx *ctx = R->ctx;
   if (ctx->rank == 0) {
@@ -276,6 +278,7 @@ int probe_prepare(probe_run *R, rd_status *st) {
     p->X.base = NULL;
     p->X.map_base = NULL;
     p->X.map_len = 0;
+    p->X.touched = 0;
     rd_bcast_bytes(ctx, p->cls, (size_t)p->X.N, 0);
     rd_bcast_bytes(ctx, p->split, (size_t)p->X.N, 0);
   }
@@ -284,34 +287,74 @@ int probe_prepare(probe_run *R, rd_status *st) {
     R->infer[m].base = NULL;
     R->infer[m].map_base = NULL;
     R->infer[m].map_len = 0;
+    R->infer[m].touched = 0;
   }
   for (int i = 0; i < R->n_pt && st->code == RD_OK; i++) ptask_lists(R, &R->pt[i], st);
-  return rd_agree(ctx, st);
+  if (rd_agree(ctx, st) != RD_OK) return st->code;
+  feat_map_all(R);
+  return RD_OK;
 }
 
 /* ---- feature rows -------------------------------------------------------------------------------------------- */
 
-int feat_mapped(probe_run *R, feat_src *X) {
-  if (X->base) return 1;
+/* Maps X read-only (without touching its pages); 1 on success. */
+static int feat_try_map(const probe_run *R, feat_src *X) {
   if (X->map_offset < 0 || X->N == 0) return 0;
   int fd = open(R->job->input, O_RDONLY);
   if (fd < 0) return 0;
   long page = sysconf(_SC_PAGESIZE);
   int64_t start = X->map_offset, len = X->N * X->d * (int64_t)sizeof(float);
   int64_t aligned = start / page * page;
-  /* a dataset that fits the memory budget has its page tables filled at once (cheaper than a fault
-   * per few pages while training reads rows in random order); a larger one is paged in on demand */
-  int populate = len <= R->o->max_memory_mb * ((int64_t)1 << 20);
-  void *p = mmap(NULL, (size_t)(len + (start - aligned)), PROT_READ, MAP_SHARED | (populate ? MAP_POPULATE : 0), fd,
-                 (off_t)aligned);
+  void *p = mmap(NULL, (size_t)(len + (start - aligned)), PROT_READ, MAP_SHARED, fd, (off_t)aligned);
   close(fd);
-  if (p == MAP_FAILED) {
-    X->map_offset = -1;  /* fall back to reading */
-    return 0;
-  }
+  if (p == MAP_FAILED) return 0;
   X->map_base = p;
   X->map_len = (size_t)(len + (start - aligned));
   X->base = (const float *)((const char *)p + (start - aligned));
+  return 1;
+}
+
+/* Collective: whether each feature dataset is mapped is decided by all ranks together. Every rank
+ * tries to map every mappable dataset; a dataset that some rank could not map is read through HDF5
+ * on every rank (map_offset = -1 everywhere), because the schedule (groups of ranks, segments of
+ * batches, and so the collective calls) follows from it and must be the same on every rank. */
+static void feat_map_all(probe_run *R) {
+  const rd_ctx *ctx = R->ctx;
+  int nds = R->n_pt + R->n_models;
+  int *ok = malloc(sizeof(int) * (size_t)nds), *all = malloc(sizeof(int) * (size_t)nds);
+  if (!ok || !all) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+  for (int k = 0; k < nds; k++) {
+    feat_src *X = k < R->n_pt ? &R->pt[k].X : &R->infer[k - R->n_pt];
+    ok[k] = feat_try_map(R, X);
+  }
+  RD_MPI_CHECK(ctx, MPI_Allreduce(ok, all, nds, MPI_INT, MPI_MIN, ctx->comm));
+  for (int k = 0; k < nds; k++) {
+    feat_src *X = k < R->n_pt ? &R->pt[k].X : &R->infer[k - R->n_pt];
+    if (all[k]) continue;
+    if (X->map_base) munmap(X->map_base, X->map_len);
+    X->map_base = NULL;
+    X->map_len = 0;
+    X->base = NULL;
+    X->map_offset = -1;
+  }
+  free(ok);
+  free(all);
+}
+
+/* 1 when X is mapped (decided collectively by feat_map_all). On a rank's first use of a dataset that
+ * fits the memory budget its page tables are filled at once (cheaper than a fault per few pages
+ * while training reads rows in random order); a larger one is paged in on demand. */
+int feat_mapped(probe_run *R, feat_src *X) {
+  if (!X->base) return 0;
+  if (!X->touched) {
+    X->touched = 1;
+    if (X->N * X->d * (int64_t)sizeof(float) <= R->o->max_memory_mb * ((int64_t)1 << 20)) {
+#ifdef MADV_POPULATE_READ
+      if (madvise(X->map_base, X->map_len, MADV_POPULATE_READ) != 0)
+#endif
+        madvise(X->map_base, X->map_len, MADV_WILLNEED);
+    }
+  }
   return 1;
 }
 
