@@ -29,22 +29,51 @@ static void join(char *out, size_t n, const char *a, const char *b) {
 
 /* ---- layout ---------------------------------------------------------------------------------------- */
 
+/* The kind of a 2-byte float dataset from its bit layout: IEEE binary16 (sign 15, exponent 10..14
+ * with bias 15, mantissa 0..9) or bfloat16 (sign 15, exponent 7..14 with bias 127, mantissa 0..6),
+ * both with an implied leading mantissa bit; any other layout is refused. */
+static int half_kind(hid_t f, const char *file, const char *path, int *etype, rd_status *st) {
+  hid_t d = H5Dopen2(f, path, H5P_DEFAULT);
+  if (d < 0) return rd_fail(st, RD_EINPUT, "%s: cannot open dataset %s", file, path);
+  hid_t t = H5Dget_type(d);
+  size_t spos = 0, epos = 0, esize = 0, mpos = 0, msize = 0;
+  int ok = t >= 0 && H5Tget_class(t) == H5T_FLOAT && H5Tget_fields(t, &spos, &epos, &esize, &mpos, &msize) >= 0;
+  size_t ebias = ok ? H5Tget_ebias(t) : 0;
+  int norm = ok ? (int)H5Tget_norm(t) : -1, prec = ok ? (int)H5Tget_precision(t) : -1;
+  int off = ok ? H5Tget_offset(t) : -1;
+  if (t >= 0) H5Tclose(t);
+  H5Dclose(d);
+  ok = ok && norm == H5T_NORM_IMPLIED && prec == 16 && off == 0 && spos == 15 && mpos == 0;
+  if (ok && epos == 10 && esize == 5 && msize == 10 && ebias == 15) {
+    *etype = FEAT_F16;
+    return RD_OK;
+  }
+  if (ok && epos == 7 && esize == 8 && msize == 7 && ebias == 127) {
+    *etype = FEAT_BF16;
+    return RD_OK;
+  }
+  return rd_fail(st, RD_EINPUT, "%s: %s has a 2-byte float type with sign bit %zu, exponent bits %zu..%zu (bias %zu) "
+                 "and mantissa bits %zu..%zu, expected IEEE float16 (sign 15, exponent 10..14 with bias 15, mantissa "
+                 "0..9) or bfloat16 (sign 15, exponent 7..14 with bias 127, mantissa 0..6)", file, path, spos, epos,
+                 epos + esize - 1, ebias, mpos, mpos + msize - 1);
+}
+
 static int feat_info(hid_t f, const char *file, const char *path, feat_src *X, rd_status *st) {
   rd_dsinfo info;
   RD_TRY(rd_h5_info(f, file, path, &info, st));
-  RD_TRY(rd_h5_expect(&info, file, 2, RD_TCM(RD_TC_FLOAT), "float32 or float16 features [N, d]", st));
+  RD_TRY(rd_h5_expect(&info, file, 2, RD_TCM(RD_TC_FLOAT), "float32, float16 or bfloat16 features [N, d]", st));
   memset(X, 0, sizeof *X);
   snprintf(X->path, sizeof X->path, "%s", path);
   X->N = info.dims[0];
   X->d = info.dims[1];
   X->map_offset = -1;
   switch (info.tsize) {
-    case 2: X->etype = FEAT_F16; break;
+    case 2: RD_TRY(half_kind(f, file, path, &X->etype, st)); break;
     case 4: X->etype = FEAT_F32; break;
     case 8: X->etype = FEAT_F64; break;
     default:
-      return rd_fail(st, RD_EINPUT, "%s: %s has %zu-byte floats, expected float32 or float16 features", file, path,
-                     info.tsize);
+      return rd_fail(st, RD_EINPUT, "%s: %s has %zu-byte floats, expected float32, float16 or bfloat16 features", file,
+                     path, info.tsize);
   }
   if (X->d < 1) return rd_fail(st, RD_EINPUT, "%s: %s has shape [%lld, 0], expected at least one feature", file, path,
                                (long long)X->N);
@@ -386,13 +415,16 @@ static int read_range(probe_run *R, const feat_src *X, int64_t r0, int64_t n, vo
     e = H5Dread(d, H5T_NATIVE_DOUBLE, ms, fs, H5P_DEFAULT, raw);
     for (int64_t i = 0; e >= 0 && i < cnt; i++) out[i] = (float)((const double *)raw)[i];
   } else {
-    /* binary16 read as stored (no library conversion) and widened exactly here */
+    /* binary16 or bfloat16 read as stored (no library conversion) and widened exactly here */
     hid_t mt = H5Tcopy(ft);
     H5Tset_order(mt, H5T_ORDER_LE);
     e = H5Dread(d, mt, ms, fs, H5P_DEFAULT, raw);
     H5Tclose(mt);
     const uint16_t *h = raw;
-    for (int64_t i = 0; e >= 0 && i < cnt; i++) out[i] = rd_half_to_float(h[i]);
+    if (X->etype == FEAT_BF16)
+      for (int64_t i = 0; e >= 0 && i < cnt; i++) out[i] = rd_bf16_to_float(h[i]);
+    else
+      for (int64_t i = 0; e >= 0 && i < cnt; i++) out[i] = rd_half_to_float(h[i]);
   }
   H5Sclose(ms);
   H5Sclose(fs);
