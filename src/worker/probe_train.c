@@ -648,7 +648,45 @@ typedef struct lb_state {
   int what;             /* 0: gradient, 1: Σx, 2: Σ(x − mean)² */
   const double *mean;
   double *tmp;          /* leaf scratch */
+  /* standardization (NULL: none): the gradient is taken on (x − mu)/sd formed in float64 */
+  const double *mu, *sd;
+  double *xs, *zr, *part;  /* scratch: LB_LEAF×d standardized rows, logits and residuals, a partial */
 } lb_state;
+
+/* The partial gradient of rows [lo, lo + n) of the leaf on standardized rows xs = (x − mu)/sd (each
+ * element formed in float64): z = W xs + b (rd_probe_dot_f64, fixed order), residuals and losses per
+ * row (rd_probe_residuals), G[k, j] = Σ_i r_ik xs_ij and gb[k] = Σ_i r_ik over rows in order, loss =
+ * Σ_i loss_i; residuals and loss scaled by 1/N. Working on standardized values directly keeps the
+ * precision that raw-space weights (W/sd, b − Σ W·mu/sd) lose to cancellation when |mu|/sd is large. */
+static void lb_leaf_std(lb_state *s, int64_t lo, int64_t n, double *dst, int accumulate) {
+  const rd_probe_heads *h = s->h;
+  int64_t d = h->d, K = h->K, len = K * d + K + 1;
+  double scale = 1.0 / (double)s->p->n_tr, *xs = s->xs, *z = s->zr, *r = s->zr + LB_LEAF * K;
+  for (int64_t i = 0; i < n; i++) {
+    const float *x = s->rows->ptr[lo + i];
+    double *y = xs + i * d;
+    for (int64_t j = 0; j < d; j++) y[j] = ((double)x[j] - s->mu[j]) / s->sd[j];
+  }
+  rd_probe_dot_f64(xs, n, d, h->W, K, z);
+  double lsum = 0.0;
+  for (int64_t i = 0; i < n; i++) {
+    for (int64_t k = 0; k < K; k++) z[i * K + k] += h->b[k];
+    rd_probe_residuals(1, (int)K, z + i * K, s->rows->y[lo + i], r + i * K, &lsum);
+    for (int64_t k = 0; k < K; k++) r[i * K + k] *= scale;
+  }
+  double *out = accumulate ? s->part : dst, *G = out, *gb = out + K * d;
+  memset(out, 0, sizeof(double) * (size_t)len);
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t k = 0; k < K; k++) {
+      double rik = r[i * K + k];
+      const double *y = xs + i * d;
+      double *g = G + k * d;
+      for (int64_t j = 0; j < d; j++) g[j] += rik * y[j];
+      gb[k] += rik;
+    }
+  out[K * d + K] = lsum * scale;
+  if (accumulate) rd_probe_add(dst, out, len);
+}
 
 static int lb_ensure(lb_state *s, int64_t lo, int64_t hi, rd_status *st) {
   if (lo >= s->seg_lo && hi <= s->seg_hi) return RD_OK;
@@ -666,6 +704,10 @@ static int lb_leaf(void *arg, int64_t leaf, double *dst, int accumulate, rd_stat
   if (leaf * LB_LEAF + LB_LEAF > s->p->n_tr) hi = s->p->n_tr - s->first;
   RD_TRY(lb_ensure(s, lo, hi, st));
   int64_t d = s->p->X.d, n = hi - lo;
+  if (s->what == 0 && s->mu) {
+    lb_leaf_std(s, lo, n, dst, accumulate);
+    return RD_OK;
+  }
   if (s->what == 0) {
     rd_probe_block blk = {.rows = s->rows->ptr + lo, .n = n, .y = s->rows->y + lo, .scale = 1.0 / (double)s->p->n_tr};
     if (rd_probe_block_grad_cpu(s->h, &blk, 1, accumulate, dst, NULL) < 0)
@@ -708,27 +750,17 @@ typedef struct lb_problem {
   tree_ws *ws;
   int64_t J, K, d;
   double l2;
-  const double *mu, *sd;   /* standardization (NULL: none) */
-  double *Wraw, *braw;     /* raw-space parameters for the kernel */
+  double *Wk, *bk;         /* the kernel's parameters (= θ) */
   double *vec;             /* tree result [G (K d), gb (K), loss] */
   int64_t evals;
 } lb_problem;
 
-/* f and its gradient at θ = [W (K×d, standardized space), b (K)]. Collective. */
+/* f and its gradient at θ = [W (K×d), b (K)], in standardized units when standardizing (the rows
+ * are standardized as they are used). Collective. */
 static int lb_eval(lb_problem *P, const double *theta, double *f, double *grad, rd_status *st) {
   int64_t K = P->K, d = P->d, nW = K * d;
-  for (int64_t k = 0; k < K; k++) {
-    double shift = 0.0;
-    for (int64_t j = 0; j < d; j++) {
-      double w = theta[k * d + j];
-      if (P->sd) {
-        w /= P->sd[j];
-        shift += w * P->mu[j];
-      }
-      P->Wraw[k * d + j] = w;
-    }
-    P->braw[k] = theta[nW + k] - shift;
-  }
+  memcpy(P->Wk, theta, sizeof(double) * (size_t)nW);
+  memcpy(P->bk, theta + nW, sizeof(double) * (size_t)K);
   P->s->what = 0;
   RD_TRY(tree_allreduce(P->g, P->J, lb_leaf, NULL, P->s, 1, P->ws, P->vec, st));
   P->evals++;
@@ -737,12 +769,7 @@ static int lb_eval(lb_problem *P, const double *theta, double *f, double *grad, 
   double pen = 0.0;
   for (int64_t i = 0; i < nW; i++) pen += theta[i] * theta[i];
   *f = loss + 0.5 * P->l2 * pen;
-  for (int64_t k = 0; k < K; k++)
-    for (int64_t j = 0; j < d; j++) {
-      double gk = G[k * d + j];
-      if (P->sd) gk = (gk - gb[k] * P->mu[j]) / P->sd[j];
-      grad[k * d + j] = gk + P->l2 * theta[k * d + j];
-    }
+  for (int64_t i = 0; i < nW; i++) grad[i] = G[i] + P->l2 * theta[i];
   for (int64_t k = 0; k < K; k++) grad[nW + k] = gb[k];
   return RD_OK;
 }
@@ -849,7 +876,8 @@ static int train_lbfgs(probe_run *R, const rd_ctx *g, ptask *p, double l2, grid_
   }
   tree_ws ws;
   if (ws_init(&ws, J, K * d + K + 1, g) != 0) rd_abort(g, __FILE__, __LINE__, "out of memory for the tree");
-  lb_problem P = {.s = &s, .g = g, .ws = &ws, .J = J, .K = K, .d = d, .l2 = l2, .Wraw = Wraw, .braw = braw, .vec = vec};
+  lb_problem P = {.s = &s, .g = g, .ws = &ws, .J = J, .K = K, .d = d, .l2 = l2, .Wk = Wraw, .bk = braw, .vec = vec};
+  double *stdbuf = NULL;
   if (R->o->standardize) {
     /* train mean and sd (ddof 0; a zero sd counts as 1), by the same fixed tree */
     tree_ws ws1;
@@ -866,8 +894,13 @@ static int train_lbfgs(probe_run *R, const rd_ctx *g, ptask *p, double l2, grid_
         }
     }
     ws_free(&ws1);
-    P.mu = mu;
-    P.sd = sdv;
+    stdbuf = malloc(sizeof(double) * (size_t)(LB_LEAF * d + 2 * LB_LEAF * K + K * d + K + 1));
+    if (!stdbuf) rd_abort(g, __FILE__, __LINE__, "out of memory for L-BFGS");
+    s.mu = mu;
+    s.sd = sdv;
+    s.xs = stdbuf;
+    s.zr = stdbuf + LB_LEAF * d;
+    s.part = s.zr + 2 * LB_LEAF * K;
   }
   double f = 0.0;
   int64_t iter = 0, m = 0, head = 0;
@@ -943,6 +976,7 @@ static int train_lbfgs(probe_run *R, const rd_ctx *g, ptask *p, double l2, grid_
   }
   double gmax = max_abs(gr, nth);
   ws_free(&ws);
+  free(stdbuf);
   rowset_free(R, &rows);
   if (rd_agree(g, st) != RD_OK) {
     free(mem);
@@ -953,9 +987,9 @@ static int train_lbfgs(probe_run *R, const rd_ctx *g, ptask *p, double l2, grid_
     double shift = 0.0;
     for (int64_t j = 0; j < d; j++) {
       double w = x[k * d + j];
-      if (P.sd) {
-        w /= P.sd[j];
-        shift += w * P.mu[j];
+      if (s.sd) {
+        w /= s.sd[j];
+        shift += w * s.mu[j];
       }
       Wraw[k * d + j] = w;
     }
