@@ -318,6 +318,13 @@ int probe_prepare(probe_run *R, rd_status *st) {
     R->infer[m].map_len = 0;
     R->infer[m].touched = 0;
   }
+  /* error keys: an element's position in the fixed order of all datasets' elements */
+  int64_t key = 0;
+  for (int k = 0; k < R->n_pt + R->n_models; k++) {
+    feat_src *X = k < R->n_pt ? &R->pt[k].X : &R->infer[k - R->n_pt];
+    X->key_base = key;
+    key += X->N * X->d;
+  }
   for (int i = 0; i < R->n_pt && st->code == RD_OK; i++) ptask_lists(R, &R->pt[i], st);
   if (rd_agree(ctx, st) != RD_OK) return st->code;
   feat_map_all(R);
@@ -402,7 +409,7 @@ static int read_range(probe_run *R, const feat_src *X, int64_t r0, int64_t n, vo
   const char *file = R->job->input;
   if (R->h5 < 0) RD_TRY(rd_h5_open(file, MPI_COMM_NULL, &R->h5, st));
   hid_t d = H5Dopen2(R->h5, X->path, H5P_DEFAULT);
-  if (d < 0) return rd_fail(st, RD_EINPUT, "%s: cannot open dataset %s", file, X->path);
+  if (d < 0) return rd_fail_at(st, RD_EINPUT, X->key_base, "%s: cannot open dataset %s", file, X->path);
   hid_t fs = H5Dget_space(d), ft = H5Dget_type(d);
   hsize_t start[2] = {(hsize_t)r0, 0}, count[2] = {(hsize_t)n, (hsize_t)X->d};
   H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL);
@@ -430,9 +437,11 @@ static int read_range(probe_run *R, const feat_src *X, int64_t r0, int64_t n, vo
   H5Sclose(fs);
   H5Tclose(ft);
   H5Dclose(d);
+  /* keyed by the range's first element, so that the error reported is the lowest for any rank count */
   if (e < 0)
-    return rd_fail(st, RD_EINPUT, "%s: reading rows %lld..%lld of %s failed (corrupt or unreadable data)", file,
-                   (long long)r0, (long long)(r0 + n - 1), X->path);
+    return rd_fail_at(st, RD_EINPUT, X->key_base + r0 * X->d,
+                      "%s: reading rows %lld..%lld of %s failed (corrupt or unreadable data)", file, (long long)r0,
+                      (long long)(r0 + n - 1), X->path);
   return RD_OK;
 }
 
@@ -516,7 +525,7 @@ int probe_scan_values(probe_run *R, rd_status *st) {
   const float **ptrs = malloc(sizeof(float *) * SCAN_BLOCK);
   int64_t *idx = malloc(sizeof(int64_t) * SCAN_BLOCK);
   if (!ptrs || !idx) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
-  int64_t gb = 0, key_base = 0;
+  int64_t gb = 0;
   for (int k = 0; k < nds && st->code == RD_OK; k++) {
     feat_src *X = k < R->n_pt ? &R->pt[k].X : &R->infer[k - R->n_pt];
     for (int64_t blk = 0; blk < nblk[k] && st->code == RD_OK; blk++, gb++) {
@@ -531,7 +540,7 @@ int probe_scan_values(probe_run *R, rd_status *st) {
       for (int64_t i = 0; i < n; i++) {
         int64_t j = rd_first_nonfinite_f32(ptrs[i], X->d);
         if (j >= 0) {
-          rd_fail_at(st, RD_EINPUT, key_base + idx[i] * X->d + j,
+          rd_fail_at(st, RD_EINPUT, X->key_base + idx[i] * X->d + j,
                      "%s: %s[%lld, %lld] = %g (%s); expected finite features", R->job->input, X->path,
                      (long long)idx[i], (long long)j, (double)ptrs[i][j],
                      k < R->n_pt ? "a row with a class label" : "an inference row");
@@ -539,7 +548,6 @@ int probe_scan_values(probe_run *R, rd_status *st) {
         }
       }
     }
-    key_base += X->N * X->d;
   }
   free(buf);
   free(ptrs);

@@ -58,6 +58,8 @@ typedef struct feat_src {
   int64_t N, d;
   int etype;
   int64_t map_offset;   /* file offset of a mapped dataset (agreed by all ranks), else -1 */
+  int64_t key_base;     /* ordering key of element [0, 0]: datasets in a fixed order (each (model,
+                         * task) in job order, then each model's inference rows), elements row-major */
   /* per rank: the mapping (probe_prepare), and whether the rank has used it yet */
   const float *base;
   void *map_base;
