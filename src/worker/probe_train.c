@@ -650,40 +650,35 @@ typedef struct lb_state {
   double *tmp;          /* leaf scratch */
   /* standardization (NULL: none): the gradient is taken on (x − mu)/sd formed in float64 */
   const double *mu, *sd;
-  double *xs, *zr, *part;  /* scratch: LB_LEAF×d standardized rows, logits and residuals, a partial */
+  double *xs, *zr, *part;  /* scratch: a standardized row (d), logits and residuals (2K), a partial */
 } lb_state;
 
 /* The partial gradient of rows [lo, lo + n) of the leaf on standardized rows xs = (x − mu)/sd (each
- * element formed in float64): z = W xs + b (rd_probe_dot_f64, fixed order), residuals and losses per
- * row (rd_probe_residuals), G[k, j] = Σ_i r_ik xs_ij and gb[k] = Σ_i r_ik over rows in order, loss =
- * Σ_i loss_i; residuals and loss scaled by 1/N. Working on standardized values directly keeps the
- * precision that raw-space weights (W/sd, b − Σ W·mu/sd) lose to cancellation when |mu|/sd is large. */
+ * element formed in float64), row by row: z = W xs + b (rd_probe_dot_f64, fixed order), residuals
+ * and loss (rd_probe_residuals), then G[k, j] += r_k xs_j and gb[k] += r_k, so every sum runs over
+ * the rows in order; residuals and loss scaled by 1/N. Working on standardized values directly keeps
+ * the precision that raw-space weights (W/sd, b − Σ W·mu/sd) lose to cancellation when |mu|/sd is
+ * large. */
 static void lb_leaf_std(lb_state *s, int64_t lo, int64_t n, double *dst, int accumulate) {
   const rd_probe_heads *h = s->h;
   int64_t d = h->d, K = h->K, len = K * d + K + 1;
-  double scale = 1.0 / (double)s->p->n_tr, *xs = s->xs, *z = s->zr, *r = s->zr + LB_LEAF * K;
+  double scale = 1.0 / (double)s->p->n_tr, *xs = s->xs, *z = s->zr, *r = s->zr + K;
+  double *out = accumulate ? s->part : dst, *G = out, *gb = out + K * d;
+  double lsum = 0.0;
+  memset(out, 0, sizeof(double) * (size_t)len);
   for (int64_t i = 0; i < n; i++) {
     const float *x = s->rows->ptr[lo + i];
-    double *y = xs + i * d;
-    for (int64_t j = 0; j < d; j++) y[j] = ((double)x[j] - s->mu[j]) / s->sd[j];
-  }
-  rd_probe_dot_f64(xs, n, d, h->W, K, z);
-  double lsum = 0.0;
-  for (int64_t i = 0; i < n; i++) {
-    for (int64_t k = 0; k < K; k++) z[i * K + k] += h->b[k];
-    rd_probe_residuals(1, (int)K, z + i * K, s->rows->y[lo + i], r + i * K, &lsum);
-    for (int64_t k = 0; k < K; k++) r[i * K + k] *= scale;
-  }
-  double *out = accumulate ? s->part : dst, *G = out, *gb = out + K * d;
-  memset(out, 0, sizeof(double) * (size_t)len);
-  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j < d; j++) xs[j] = ((double)x[j] - s->mu[j]) / s->sd[j];
+    rd_probe_dot_f64(xs, 1, d, h->W, K, z);
+    for (int64_t k = 0; k < K; k++) z[k] += h->b[k];
+    rd_probe_residuals(1, (int)K, z, s->rows->y[lo + i], r, &lsum);
     for (int64_t k = 0; k < K; k++) {
-      double rik = r[i * K + k];
-      const double *y = xs + i * d;
+      double rk = r[k] * scale;
       double *g = G + k * d;
-      for (int64_t j = 0; j < d; j++) g[j] += rik * y[j];
-      gb[k] += rik;
+      for (int64_t j = 0; j < d; j++) g[j] += rk * xs[j];
+      gb[k] += rk;
     }
+  }
   out[K * d + K] = lsum * scale;
   if (accumulate) rd_probe_add(dst, out, len);
 }
@@ -894,13 +889,13 @@ static int train_lbfgs(probe_run *R, const rd_ctx *g, ptask *p, double l2, grid_
         }
     }
     ws_free(&ws1);
-    stdbuf = malloc(sizeof(double) * (size_t)(LB_LEAF * d + 2 * LB_LEAF * K + K * d + K + 1));
+    stdbuf = malloc(sizeof(double) * (size_t)(d + 2 * K + K * d + K + 1));
     if (!stdbuf) rd_abort(g, __FILE__, __LINE__, "out of memory for L-BFGS");
     s.mu = mu;
     s.sd = sdv;
     s.xs = stdbuf;
-    s.zr = stdbuf + LB_LEAF * d;
-    s.part = s.zr + 2 * LB_LEAF * K;
+    s.zr = stdbuf + d;
+    s.part = s.zr + 2 * K;
   }
   double f = 0.0;
   int64_t iter = 0, m = 0, head = 0;
