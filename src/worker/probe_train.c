@@ -649,35 +649,39 @@ typedef struct lb_state {
   const double *mean;
   double *tmp;          /* leaf scratch */
   /* standardization (NULL: none): the gradient is taken on (x − mu)/sd formed in float64 */
-  const double *mu, *sd;
-  double *xs, *zr, *part;  /* scratch: a standardized row (d), logits and residuals (2K), a partial */
+  const double *mu, *sd, *inv_sd;
+  double *xs, *zr, *part;  /* scratch: LB_STD_ROWS standardized rows, their logits and residuals, a partial */
 } lb_state;
 
-/* The partial gradient of rows [lo, lo + n) of the leaf on standardized rows xs = (x − mu)/sd (each
- * element formed in float64), row by row: z = W xs + b (rd_probe_dot_f64, fixed order), residuals
- * and loss (rd_probe_residuals), then G[k, j] += r_k xs_j and gb[k] += r_k, so every sum runs over
- * the rows in order; residuals and loss scaled by 1/N. Working on standardized values directly keeps
- * the precision that raw-space weights (W/sd, b − Σ W·mu/sd) lose to cancellation when |mu|/sd is
- * large. */
+/* Rows per group of the standardized gradient. */
+#define LB_STD_ROWS 8
+
+/* The partial gradient of rows [lo, lo + n) of the leaf on standardized rows xs = (x − mu)·(1/sd)
+ * (each element formed in float64), in groups of LB_STD_ROWS rows: z = W xs + b (rd_probe_dot_f64, fixed
+ * order), residuals and loss (rd_probe_residuals), then G[k, j] += r_k xs_j and gb[k] += r_k row after
+ * row (rd_probe_outer_acc), so every sum runs over the rows in order; residuals and loss scaled by
+ * 1/N. Working on standardized values directly keeps the precision that raw-space weights (W/sd,
+ * b − Σ W·mu/sd) lose to cancellation when |mu|/sd is large. */
 static void lb_leaf_std(lb_state *s, int64_t lo, int64_t n, double *dst, int accumulate) {
   const rd_probe_heads *h = s->h;
   int64_t d = h->d, K = h->K, len = K * d + K + 1;
-  double scale = 1.0 / (double)s->p->n_tr, *xs = s->xs, *z = s->zr, *r = s->zr + K;
+  double scale = 1.0 / (double)s->p->n_tr, *xs = s->xs, *z = s->zr, *r = s->zr + LB_STD_ROWS * K;
   double *out = accumulate ? s->part : dst, *G = out, *gb = out + K * d;
   double lsum = 0.0;
   memset(out, 0, sizeof(double) * (size_t)len);
-  for (int64_t i = 0; i < n; i++) {
-    const float *x = s->rows->ptr[lo + i];
-    for (int64_t j = 0; j < d; j++) xs[j] = ((double)x[j] - s->mu[j]) / s->sd[j];
-    rd_probe_dot_f64(xs, 1, d, h->W, K, z);
-    for (int64_t k = 0; k < K; k++) z[k] += h->b[k];
-    rd_probe_residuals(1, (int)K, z, s->rows->y[lo + i], r, &lsum);
-    for (int64_t k = 0; k < K; k++) {
-      double rk = r[k] * scale;
-      double *g = G + k * d;
-      for (int64_t j = 0; j < d; j++) g[j] += rk * xs[j];
-      gb[k] += rk;
+  for (int64_t i0 = 0; i0 < n; i0 += LB_STD_ROWS) {
+    int64_t m = n - i0 < LB_STD_ROWS ? n - i0 : LB_STD_ROWS;
+    for (int64_t i = 0; i < m; i++) rd_probe_standardize(s->rows->ptr[lo + i0 + i], s->mu, s->inv_sd, d, xs + i * d);
+    rd_probe_dot_f64(xs, m, d, h->W, K, z);
+    for (int64_t i = 0; i < m; i++) {
+      for (int64_t k = 0; k < K; k++) z[i * K + k] += h->b[k];
+      rd_probe_residuals(1, (int)K, z + i * K, s->rows->y[lo + i0 + i], r + i * K, &lsum);
+      for (int64_t k = 0; k < K; k++) {
+        r[i * K + k] *= scale;
+        gb[k] += r[i * K + k];
+      }
     }
+    rd_probe_outer_acc(G, K, d, r, xs, m);
   }
   out[K * d + K] = lsum * scale;
   if (accumulate) rd_probe_add(dst, out, len);
@@ -889,13 +893,16 @@ static int train_lbfgs(probe_run *R, const rd_ctx *g, ptask *p, double l2, grid_
         }
     }
     ws_free(&ws1);
-    stdbuf = malloc(sizeof(double) * (size_t)(d + 2 * K + K * d + K + 1));
+    stdbuf = malloc(sizeof(double) * (size_t)(d + LB_STD_ROWS * (d + 2 * K) + K * d + K + 1));
     if (!stdbuf) rd_abort(g, __FILE__, __LINE__, "out of memory for L-BFGS");
+    double *inv = stdbuf;
+    for (int64_t j = 0; j < d; j++) inv[j] = 1.0 / sdv[j];
     s.mu = mu;
     s.sd = sdv;
-    s.xs = stdbuf;
-    s.zr = stdbuf + d;
-    s.part = s.zr + 2 * K;
+    s.inv_sd = inv;
+    s.xs = stdbuf + d;
+    s.zr = s.xs + LB_STD_ROWS * d;
+    s.part = s.zr + 2 * LB_STD_ROWS * K;
   }
   double f = 0.0;
   int64_t iter = 0, m = 0, head = 0;
