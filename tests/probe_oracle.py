@@ -4,6 +4,7 @@ validation holdout, k-means++), MRMBench's AdamW loop in plain float64 numpy, a 
 multinomial logistic regression, test metrics, Ledoit-Wolf shrinkage and nearest centroids."""
 import math
 
+import rdtest  # noqa: F401 (first: it skips the test (77) when numpy or h5py is missing)
 import numpy as np
 
 from rdtest import philox4x32_10, stream_key

@@ -2,7 +2,9 @@
 .safetensors (F32, F16, BF16; several tensors) plus labels and splits from CSV or JSONL, written in
 the probe layout, chunked and compressed; values round-trip exactly (bfloat16 widened exactly to
 float32); the imported file runs as a probe job; bad files exit 2 naming the file, the line and what
-was expected, and write nothing."""
+was expected, and write nothing: among them shapes whose byte count overflows 64 bits, a .npy shape
+with more than two dimensions, a .safetensors header with bytes after its JSON, and data offsets or
+shapes that are not non-negative integers. A labels file may start with a UTF-8 byte order mark."""
 import os
 import struct
 
@@ -167,4 +169,83 @@ bad("jsonl_label", [], ["bad.jsonl: line 4: label = \"?\"", "expected an integer
     feature=files["v1"])
 bad("task_twice", ["--task", "t", files["v1"], os.path.join(d, "labels.csv")], ['task "t" given twice'], feature=files["v1"])
 bad("nothing", [], ["nothing to import"])
+
+
+# ---- malformed headers that must not be read as something else ----
+def npy_header(path, header, data=b""):
+    """A .npy 1.0 file with a hand-written header dict (padded to 64 bytes) and `data`."""
+    h = header.encode("latin1")
+    h += b" " * (-(10 + len(h) + 1) % 64) + b"\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h + data)
+    return path
+
+
+def safetensors_raw(path, header, data):
+    """A .safetensors file with the header bytes given as they are (spaces appended to 8 bytes)."""
+    header += b" " * (-len(header) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(header)) + header + data)
+    return path
+
+
+with open(os.path.join(d, "labels3.csv"), "w") as f:
+    f.write("label,split\n0,0\n1,1\n0,2\n")
+with open(os.path.join(d, "labels0.csv"), "w") as f:
+    f.write("label,split\n")
+lab3 = os.path.join(d, "labels3.csv")
+# N*d*4 = 2^62 * 4 * 4 = 2^66 wraps to 0 in 64 bits: with no data bytes the wrapped size would match
+bad("npy_overflow", [], ["huge.npy: shape (4611686018427387904, 4) of 4-byte values is larger than any file"],
+    feature=npy_header(os.path.join(d, "huge.npy"), "{'descr': '<f4', 'fortran_order': False, "
+                                                     "'shape': (4611686018427387904, 4), }"))
+# a 3-dimensional array of 3 x 4 x 1 has the bytes of (3, 4): the whole shape must be read
+bad("npy_3d", [], ["three.npy: shape (3, 4, 1)", "expected 2 dimensions"], labels=lab3,
+    feature=npy(os.path.join(d, "three.npy"), np.zeros((3, 4, 1), np.float32)))
+bad("npy_shape_junk", [], ["junkshape.npy: shape (3, 4 x)", "expected 2 dimensions"], labels=lab3,
+    feature=npy_header(os.path.join(d, "junkshape.npy"), "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4 x), }",
+                       bytes(48)))
+# still accepted: a trailing comma
+ok3 = npy_header(os.path.join(d, "comma.npy"), "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4,), }",
+                 np.arange(12, dtype="<f4").tobytes())
+code, _, err = run(["import", "features", "--task", "t", ok3, lab3, "-o", os.path.join(d, "comma.h5")])
+check(code == 0, f"shape (3, 4,) accepted: exit {code} ({err.strip()})")
+if code == 0:
+    with h5py.File(os.path.join(d, "comma.h5"), "r") as f:
+        check(np.array_equal(f["probe/t/X"][...], np.arange(12, dtype=np.float32).reshape(3, 4)), "shape (3, 4,) read")
+X3 = np.arange(12, dtype="<f4").tobytes()
+hdr = b'{"h": {"dtype": "F32", "shape": [3, 4], "data_offsets": [0, 48]}}'
+bad("st_after_json", [], ["after.safetensors: the .safetensors header has bytes after its JSON object "
+                          f"(byte {8 + len(hdr)})",
+                          "expected only spaces"], labels=lab3,
+    feature=safetensors_raw(os.path.join(d, "after.safetensors"), hdr + b"xyz", X3))
+bad("st_offsets_null", [], ['nulloff.safetensors: tensor "h": data_offsets[0] is not a non-negative integer'],
+    labels=lab3, feature=safetensors_raw(os.path.join(d, "nulloff.safetensors"),
+                                         b'{"h": {"dtype": "F32", "shape": [3, 4], "data_offsets": [null, 48]}}', X3))
+bad("st_offsets_frac", [], ['fracoff.safetensors: tensor "h": data_offsets[1] is not a non-negative integer'],
+    labels=lab3, feature=safetensors_raw(os.path.join(d, "fracoff.safetensors"),
+                                         b'{"h": {"dtype": "F32", "shape": [3, 4], "data_offsets": [0, 48.5]}}', X3))
+bad("st_shape_frac", [], ['fracshape.safetensors: tensor "h": shape[0] is not a non-negative integer'],
+    labels=lab3, feature=safetensors_raw(os.path.join(d, "fracshape.safetensors"),
+                                         b'{"h": {"dtype": "F32", "shape": [3.5, 4], "data_offsets": [0, 56]}}',
+                                         bytes(56)))
+bad("st_shape_huge", [], ['hugeshape.safetensors: tensor "h": shape[1] is not a non-negative integer (at most 2^53)'],
+    labels=os.path.join(d, "labels0.csv"),
+    feature=safetensors_raw(os.path.join(d, "hugeshape.safetensors"),
+                            b'{"h": {"dtype": "F32", "shape": [0, 1152921504606846976], "data_offsets": [0, 0]}}', b""))
+
+# a UTF-8 byte order mark before the header (as spreadsheet programs write) is not part of "label"
+with open(os.path.join(d, "bom.csv"), "w", encoding="utf-8-sig") as f:
+    f.write("label,split\n" + "".join(f"{lab[i]},{spl[i]}\n" for i in range(N)))
+with open(os.path.join(d, "bom.jsonl"), "w", encoding="utf-8-sig") as f:
+    f.write("".join(json.dumps({"label": int(lab[i]), "split": int(spl[i])}) + "\n" for i in range(N)))
+for name in ("bom.csv", "bom.jsonl"):
+    with open(os.path.join(d, name), "rb") as f:
+        check(f.read(3) == b"\xef\xbb\xbf", f"{name} starts with a byte order mark")
+    o = os.path.join(d, name + ".h5")
+    code, _, err = run(["import", "features", "--task", "t", files["v1"], os.path.join(d, name), "-o", o])
+    check(code == 0, f"{name}: exit {code} ({err.strip()})")
+    if code == 0:
+        with h5py.File(o, "r") as f:
+            check(np.array_equal(f["probe/t/label"][...], lab) and np.array_equal(f["probe/t/split"][...], spl),
+                  f"{name}: labels and splits read")
 done()

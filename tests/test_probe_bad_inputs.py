@@ -153,4 +153,37 @@ lab = a["t"]["label"]
 check(r["dropped"] == {"missing_label": 5, "label_in_no_class": int(((lab != 0) & (lab != 1) & (lab != -1)).sum())},
       f"dropped rows counted: {r['dropped']}")
 check(r["n_train"] + r["n_val"] + r["n_test"] == int(np.isin(lab, [0, 1]).sum()), "only rows with a class are used")
+
+# unreadable data: a compressed chunk zeroed in the file (rows 128..191, in scan block 0 = rows 0..511) and a NaN at
+# row 1700 (scan block 3). The read error comes first in the global order, so it is the error
+# reported for any rank count (with 2 ranks the NaN is found by the second rank as well).
+cd = os.path.join(d, "corrupt_chunk")
+os.makedirs(cd, exist_ok=True)
+Nc = 2000
+Xc = rng.normal(size=(Nc, D)).astype(np.float32)
+Xc[1700, 5] = np.nan
+with h5py.File(os.path.join(cd, "in.h5"), "w") as f:
+    f.create_dataset("probe/t/X", data=Xc, chunks=(64, D), compression="gzip")
+    f["probe/t/label"] = rng.integers(0, 2, Nc).astype(np.int32)
+    f["probe/t/split"] = np.repeat(np.array([0, 1, 2], np.uint8), [1400, 300, 300])
+    info = f["probe/t/X"].id.get_chunk_info(2)
+    check(info.chunk_offset == (128, 0), f"chunk 2 holds rows 128..191 ({info.chunk_offset})")
+    off, size = info.byte_offset, info.size
+with open(os.path.join(cd, "in.h5"), "r+b") as f:
+    f.seek(off)
+    f.write(bytes(size))
+jp = write_job(os.path.join(cd, "job.json"), [{"name": "bad", "kind": "probe", "input": "in.h5",
+                                                "tasks": {"t": {"classes": [[0], [1]]}}, "lr_grid": [1e-2]}],
+               output_dir="out")
+msgs = []
+for n in (0, 2, 3):
+    code, _, err = run(["run", jp], ranks=n)
+    check(code == 2, f"corrupt chunk ({n} ranks): exit {code}, expected 2 ({err.strip()})")
+    lines = [l for l in err.splitlines() if l.startswith("rmdiag: error:")]
+    check(len(lines) == 1, f"corrupt chunk ({n} ranks): one error line, got {err!r}")
+    check("in.h5: reading rows 0..511 of /probe/t/X failed" in err,
+          f"corrupt chunk ({n} ranks): the lowest unreadable rows are reported: {err.strip()}")
+    check(outputs_in(os.path.join(cd, "out")) == [], f"corrupt chunk ({n} ranks): nothing written")
+    msgs.append("\n".join(lines))
+check(len(set(msgs)) == 1, f"corrupt chunk: the same message for 1, 2 and 3 ranks: {msgs}")
 done()

@@ -4,8 +4,8 @@ init replayed from the counter-based generator."""
 import math
 import os
 
+from rdtest import *  # first: it skips (77) when numpy or h5py is missing
 from probe_oracle import kaiming
-from rdtest import *
 
 d = scratch("probe_hand")
 
@@ -98,4 +98,27 @@ rep2, W2 = run_job("kaiming2", Xk, lab, spl, tasks={"t": {"classes": [[0], [1], 
 check(not np.array_equal(W2, W), "the init stream depends on the job name")
 rep3, W3 = run_job("kaiming", Xk, lab, spl, tasks={"t": {"classes": [[0], [1], [2]]}}, lr_grid=[1e-300], seeds=[5])
 check(np.array_equal(W3, W), "the same job reproduces its init")
+
+# ---- the validation holdout's size: round(n/10) with halves rounded up, at least 1 ----------------------
+# n training rows (no validation split) -> n_val = floor((n + 5)/10), at least 1:
+#   n = 5: 0.5 -> 1;  n = 11: 1.1 -> 1 (not ceil = 2);  n = 14: 1.4 -> 1;  n = 15: 1.5 -> 2;
+#   n = 25: 2.5 -> 3 (halves up, not to even);  n = 26: 2.6 -> 3
+want_val = {5: 1, 11: 1, 14: 1, 15: 2, 25: 3, 26: 3}
+with h5py.File(os.path.join(d, "holdout.h5"), "w") as f:
+    for n in want_val:
+        lab_h = np.array([i % 2 for i in range(n)] + [0, 1], np.int32)   # n train rows, then 2 test rows
+        f[f"probe/n{n}/X"] = rng.normal(size=(n + 2, 3)).astype(np.float32)
+        f[f"probe/n{n}/label"] = lab_h
+        f[f"probe/n{n}/split"] = np.array([0] * n + [2, 2], np.uint8)
+job = {"name": "holdout", "kind": "probe", "input": "holdout.h5", "kmeans": False, "lr_grid": [1e-2],
+       "tasks": {f"n{n}": {"classes": [[0], [1]]} for n in want_val}}
+write_job(os.path.join(d, "holdout.json"), [job], output_dir="out", seed=7)
+code, _, err = run(["run", os.path.join(d, "holdout.json"), "--quiet", "--force"])
+check(code == 0, f"holdout: exit {code} ({err})")
+rep = load_report(os.path.join(d, "out", "holdout.json"))["result"]["tasks"]
+for n, nv in want_val.items():
+    r = rep[f"n{n}"]
+    check(r["n_val"] == nv and r["n_train"] == n - nv and r["n_test"] == 2,
+          f"{n} training rows: {nv} held out for validation (n_train {r['n_train']}, n_val {r['n_val']})")
+    check(r["validation"].startswith("holdout"), f"{n} training rows: the holdout is reported ({r['validation']})")
 done()

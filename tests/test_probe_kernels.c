@@ -3,7 +3,8 @@
  * counts with and without a tail and for any number of outputs (different blockings), and agree with
  * a long-double reference; the one-pass node gradient (rd_probe_tree_grad_cpu) bit for bit against
  * the fixed tree of per-unit block gradients, for every instruction set; the AdamW step against the formula; float16 and bfloat16 widening against
- * an independent ldexp computation for all 65536 bit patterns. */
+ * an independent ldexp computation for all 65536 bit patterns; the standardized-row helpers of
+ * L-BFGS against their scalar definitions. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -255,10 +256,47 @@ static void test_widening(void) {
   CHECK(badbf == 0, "bfloat16 widening exact for all 65536 values (%lld wrong)", (long long)badbf);
 }
 
+/* The standardized-row helpers of L-BFGS against their scalar definitions, bit for bit (elementwise
+ * products and sums, rows in order), for lengths with and without a tail of 8. */
+static void test_standardize(void) {
+  rd_stream s;
+  rd_stream_init(&s, 3, "kernels", "standardize");
+  for (int64_t d = 1; d <= 37; d += 9) {
+    const int64_t K = 3, n = 5;
+    float x[37];
+    double mu[37], inv[37], y[37], X[5 * 37], r[5 * 3], G[3 * 37], Gref[3 * 37];
+    fill(&s, (uint64_t)d, mu, d, 3e4);
+    fill(&s, (uint64_t)d + 100, inv, d, 2.0);
+    for (int64_t j = 0; j < d; j++) x[j] = (float)(mu[j] + 0.5 * inv[j]);
+    rd_probe_standardize(x, mu, inv, d, y);
+    int same = 1;
+    for (int64_t j = 0; j < d; j++) {
+      volatile double t = (double)x[j] - mu[j];
+      volatile double want = t * inv[j];
+      same &= y[j] == want;
+    }
+    CHECK(same, "rd_probe_standardize == ((double)x - mu) * inv_sd (d %lld)", (long long)d);
+    fill(&s, (uint64_t)d + 200, X, n * d, 1.0);
+    fill(&s, (uint64_t)d + 300, r, n * K, 1.0);
+    fill(&s, (uint64_t)d + 400, G, K * d, 1.0);
+    memcpy(Gref, G, sizeof(double) * (size_t)(K * d));
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t k = 0; k < K; k++)
+        for (int64_t j = 0; j < d; j++) {
+          volatile double p = r[i * K + k] * X[i * d + j];
+          Gref[k * d + j] = Gref[k * d + j] + p;
+        }
+    rd_probe_outer_acc(G, K, d, r, X, n);
+    CHECK(memcmp(G, Gref, sizeof(double) * (size_t)(K * d)) == 0,
+          "rd_probe_outer_acc == the rows added one after another (d %lld)", (long long)d);
+  }
+}
+
 int main(void) {
   test_isas();
   test_tree_grad();
   test_adamw();
   test_widening();
+  test_standardize();
   return t_finish("test_probe_kernels");
 }

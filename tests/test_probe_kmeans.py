@@ -6,8 +6,8 @@ within-class covariance), kept with a fixed tau or a quantile tau over the valid
 and reliance fractions over kept rows; per-row outputs in HDF5."""
 import os
 
+from rdtest import *  # first: it skips (77) when numpy or h5py is missing
 import probe_oracle as po
-from rdtest import *
 
 d = scratch("probe_kmeans")
 rng = np.random.default_rng(8)

@@ -4,11 +4,13 @@ rmdiag's L-BFGS must reach the same optimum (weights within 1e-4 relative L2, bi
 softmax's common shift), the same validation and test accuracy, report convergence (max-norm
 gradient <= tol) and iterations, select l2 on validation, and handle `standardize` (train mean and
 sd, ddof 0) with weights reported in raw feature units. Also the 2-class softmax head and a
-max_iter stop."""
+max_iter stop. Standardization keeps its precision when the features' mean is far from zero in
+units of their sd (mean 3e4, sd 0.5): the fit converges to tol and predicts as a fit on the same
+features standardized beforehand."""
 import os
 
+from rdtest import *  # first: it skips (77) when numpy or h5py is missing
 import probe_oracle as po
-from rdtest import *
 
 d = scratch("probe_lbfgs")
 rng = np.random.default_rng(21)
@@ -77,4 +79,48 @@ for std in (False, True):
 
 r = load_report(os.path.join(d, "out", "short.json"))["result"]["tasks"]["three"]["grid"][0]
 check(r["status"] == "max_iter" and r["iterations"] == 3 and r["grad_norm"] > 1e-8, f"max_iter stop reported: {r}")
+
+# ---- a large offset: mean 3e4, sd 0.5 (|mean|/sd = 6e4) ----
+N2, D2, C2 = 1500, 8, 3
+lab2 = rng.integers(0, C2, N2)
+mu2 = rng.normal(0, 0.8, (C2, D2))
+Z2 = rng.normal(0, 1, (N2, D2)) + mu2[lab2]
+X2 = (3e4 + 0.5 * Z2).astype(np.float32)
+split2 = rng.choice(3, N2, p=[0.7, 0.15, 0.15]).astype(np.uint8)
+tr2, te2 = np.flatnonzero(split2 == 0), np.flatnonzero(split2 == 2)
+Xt2 = X2[tr2].astype(np.float64)
+m2, s2 = Xt2.mean(0), Xt2.std(0)
+Xs2 = ((X2.astype(np.float64) - m2) / s2).astype(np.float32)       # standardized beforehand
+with h5py.File(os.path.join(d, "offset.h5"), "w") as f:
+    for name, XX in (("raw", X2), ("pre", Xs2)):
+        f[f"probe/{name}/X"] = XX
+        f[f"probe/{name}/label"] = lab2.astype(np.int32)
+        f[f"probe/{name}/split"] = split2
+ojobs = [{"name": name, "kind": "probe", "input": "offset.h5", "mode": "lbfgs", "l2_grid": [1e-2], "kmeans": False,
+          "standardize": name == "raw", "tasks": {name: {"classes": [[0], [1], [2]]}}} for name in ("raw", "pre")]
+write_job(os.path.join(d, "offset.json"), ojobs, output_dir="offset", seed=1)
+code, _, err = run(["run", os.path.join(d, "offset.json"), "--quiet"], ranks=2)
+check(code == 0, f"offset: exit {code} ({err})")
+g = {n: load_report(os.path.join(d, "offset", n + ".json"))["result"]["tasks"][n]["grid"][0] for n in ("raw", "pre")}
+for n in ("raw", "pre"):
+    check(g[n]["status"] == "converged" and g[n]["grad_norm"] <= 1e-8, f"offset {n}: converged to tol: {g[n]}")
+with h5py.File(os.path.join(d, "offset", "raw.h5"), "r") as fr, h5py.File(os.path.join(d, "offset", "pre.h5"), "r") as fp:
+    Wr, br, Wp, bp = fr["probe/raw/W"][...], fr["probe/raw/b"][...], fp["probe/pre/W"][...], fp["probe/pre/b"][...]
+    # the standardized-space weights of the raw fit are W_raw * sd
+    rel = np.linalg.norm(Wr * s2 - Wp) / np.linalg.norm(Wp)
+    check(rel < 1e-5, f"offset: weights match the pre-standardized fit (relative L2 {rel:.3g})")
+    # both against Newton on the standardized features in float64
+    Wn, bn = po.newton_logreg((Xt2 - m2) / s2, lab2[tr2], C2, 1e-2)
+    rel = np.linalg.norm(Wr * s2 - Wn) / np.linalg.norm(Wn)
+    check(rel < 1e-5, f"offset: weights match Newton's (relative L2 {rel:.3g})")
+    pr, pp = fr["probe/raw/test_pred"][...], fp["probe/pre/test_pred"][...]
+    zs = (X2[te2].astype(np.float64) - m2) / s2 @ Wn.T + bn
+    want = zs.argmax(1)
+    zs.sort(1)
+    sure = zs[:, -1] - zs[:, -2] >= 1e-6      # rows not within rounding of a tie
+    check(sure.sum() > 0.99 * len(te2), f"offset: few near-ties ({int((~sure).sum())})")
+    check(np.array_equal(pr[sure], pp[sure]), f"offset: test predictions match the pre-standardized fit "
+          f"({int((pr[sure] != pp[sure]).sum())} differ)")
+    check(np.array_equal(pr[sure], want[sure]), f"offset: test predictions match Newton's "
+          f"({int((pr[sure] != want[sure]).sum())} differ)")
 done()

@@ -87,6 +87,12 @@ double rd_probe_sumsq(const double *x, int64_t n);
 /* out = out + x, and out = a + b (elementwise; out may be a) */
 void rd_probe_add(double *out, const double *x, int64_t n);
 void rd_probe_add3(double *out, const double *a, const double *b, int64_t n);
+/* G[k, j] = G[k, j] + r[i·K + k]·X[i·d + j] for rows i = 0..n−1 in order (each a product, then a
+ * sum: no fused multiply-add), for G [K, d] and X [n, d] row-major: the same bits as adding row by
+ * row. */
+void rd_probe_outer_acc(double *G, int64_t K, int64_t d, const double *r, const double *X, int64_t n);
+/* y_j = ((double)x_j − mu_j) · inv_sd_j, elementwise (a standardized row in float64). */
+void rd_probe_standardize(const float *x, const double *mu, const double *inv_sd, int64_t d, double *y);
 
 /* One AdamW step (PyTorch semantics) on n parameters at step t (0-based), learning rate lr_t:
  * p *= 1 − lr_t·wd; m = β1 m + (1−β1) g; v = β2 v + (1−β2) g²;

@@ -504,6 +504,35 @@ void rd_probe_add(double *out, const double *x, int64_t n) {
 }
 
 PROBE_CLONES
+void rd_probe_outer_acc(double *G, int64_t K, int64_t d, const double *r, const double *X, int64_t n) {
+  int64_t d8 = d & ~(int64_t)7;
+  for (int64_t k = 0; k < K; k++) {
+    double *g = G + k * d;
+    for (int64_t j = 0; j < d8; j += 8) {
+      v8d acc = ld8d(g + j);
+      for (int64_t i = 0; i < n; i++) {
+        double a = r[i * K + k];
+        v8d av = {a, a, a, a, a, a, a, a};
+        acc = acc + av * ld8d(X + i * d + j);
+      }
+      st8d(g + j, acc);
+    }
+    for (int64_t j = d8; j < d; j++) {
+      double acc = g[j];
+      for (int64_t i = 0; i < n; i++) acc = acc + r[i * K + k] * X[i * d + j];
+      g[j] = acc;
+    }
+  }
+}
+
+PROBE_CLONES
+void rd_probe_standardize(const float *x, const double *mu, const double *inv_sd, int64_t d, double *y) {
+  int64_t d8 = d & ~(int64_t)7;
+  for (int64_t j = 0; j < d8; j += 8) st8d(y + j, (ld8f(x + j) - ld8d(mu + j)) * ld8d(inv_sd + j));
+  for (int64_t j = d8; j < d; j++) y[j] = ((double)x[j] - mu[j]) * inv_sd[j];
+}
+
+PROBE_CLONES
 void rd_probe_add3(double *out, const double *a, const double *b, int64_t n) {
   for (int64_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }

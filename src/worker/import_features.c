@@ -30,6 +30,19 @@ typedef struct feat_file {
 
 static size_t esize(int e) { return e == E_F64 ? 8 : e == E_F32 ? 4 : 2; }
 
+/* At most 2^24 features per row (as the probe report reads). */
+static int check_width(const feat_file *F, rd_status *st) {
+  if (F->d > ((int64_t)1 << 24))
+    return rd_fail(st, RD_EINPUT, "%s: %lld features per row (at most 16777216 supported)", F->path, (long long)F->d);
+  return RD_OK;
+}
+
+/* A JSON number that is a non-negative integer of at most 2^53 (exact in a double). */
+static int json_count(const cJSON *v) {
+  return cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= 9007199254740992.0 &&
+         v->valuedouble == floor(v->valuedouble);
+}
+
 /* ---- .npy ------------------------------------------------------------------------------------- */
 
 /* First capture of `pattern` in the header, or NULL. */
@@ -93,10 +106,17 @@ static int open_npy(feat_file *F, rd_status *st) {
     } else {
       F->etype = found < 2 ? E_F32 : found < 4 ? E_F16 : E_F64;
       F->swap = descr[0] == '>';
+      /* the whole shape string: "N, d" with an optional trailing comma, nothing else */
       long long a = -1, b = -1;
-      char extra[8] = "";
-      int n = sscanf(shape, " %lld , %lld %7s", &a, &b, extra);
-      if (n < 2 || a < 0 || b < 1 || (n == 3 && strcmp(extra, ",") != 0))
+      int end = -1;
+      int ok = sscanf(shape, " %lld , %lld %n", &a, &b, &end) == 2 && end >= 0;
+      if (ok) {
+        const char *r = shape + end;
+        if (*r == ',') r++;
+        while (*r == ' ') r++;
+        ok = *r == '\0';
+      }
+      if (!ok || a < 0 || b < 1)
         rc = rd_fail(st, RD_EINPUT, "%s: shape (%s); expected 2 dimensions (rows, features)", p, shape);
       F->N = a;
       F->d = b;
@@ -108,12 +128,18 @@ static int open_npy(feat_file *F, rd_status *st) {
   free(fortran);
   free(shape);
   RD_TRY(rc);
+  RD_TRY(check_width(F, st));
   struct stat sb;
   if (fstat(fileno(F->fp), &sb) != 0) return rd_fail(st, RD_EINPUT, "%s: cannot stat", p);
-  int64_t want = F->offset + F->N * F->d * (int64_t)esize(F->etype);
-  if ((int64_t)sb.st_size != want)
+  /* the data's size from the shape, without overflow, against the bytes the file has after the header */
+  int64_t have = (int64_t)sb.st_size - F->offset, cells, bytes;
+  if (__builtin_mul_overflow(F->N, F->d, &cells) || __builtin_mul_overflow(cells, (int64_t)esize(F->etype), &bytes))
+    return rd_fail(st, RD_EINPUT, "%s: shape (%lld, %lld) of %zu-byte values is larger than any file; the file has "
+                   "%lld bytes of data", p, (long long)F->N, (long long)F->d, esize(F->etype), (long long)have);
+  if (have != bytes)
     return rd_fail(st, RD_EINPUT, "%s: %lld bytes, expected %lld for shape (%lld, %lld) of %zu-byte values", p,
-                   (long long)sb.st_size, (long long)want, (long long)F->N, (long long)F->d, esize(F->etype));
+                   (long long)sb.st_size, (long long)(F->offset + bytes), (long long)F->N, (long long)F->d,
+                   esize(F->etype));
   return RD_OK;
 }
 
@@ -146,12 +172,23 @@ static int open_safetensors(feat_file *F, const char *tensor, rd_status *st) {
     return rd_fail(st, RD_EINPUT, "%s: truncated header", p);
   }
   txt[hn] = '\0';
-  cJSON *root = cJSON_ParseWithLength(txt, (size_t)hn);
-  free(txt);
+  const char *end = NULL;
+  cJSON *root = cJSON_ParseWithLengthOpts(txt, (size_t)hn, &end, 0);
   if (!root || !cJSON_IsObject(root)) {
     cJSON_Delete(root);
+    free(txt);
     return rd_fail(st, RD_EINPUT, "%s: the .safetensors header is not a JSON object", p);
   }
+  /* the header is the JSON object, padded with spaces only */
+  for (const char *c = end; c < txt + hn; c++)
+    if (*c != ' ') {
+      long long at = 8 + (long long)(c - txt);
+      cJSON_Delete(root);
+      free(txt);
+      return rd_fail(st, RD_EINPUT, "%s: the .safetensors header has bytes after its JSON object (byte %lld); expected "
+                     "only spaces as padding", p, at);
+    }
+  free(txt);
   int n = cJSON_GetArraySize(root), k = 0, rc = RD_OK;
   st_entry *ent = calloc((size_t)(n ? n : 1), sizeof *ent);
   const cJSON *pick = NULL;
@@ -177,7 +214,18 @@ static int open_safetensors(feat_file *F, const char *tensor, rd_status *st) {
     for (int i = 0; dts[i]; i++)
       if (strcmp(dts[i], dt->valuestring) == 0) di = i;
     double prod = 1.0;
-    for (const cJSON *s = sh->child; s; s = s->next) prod *= cJSON_IsNumber(s) && s->valuedouble >= 0 ? s->valuedouble : NAN;
+    int dim = 0;
+    for (const cJSON *s = sh->child; s && rc == RD_OK; s = s->next, dim++) {
+      if (!json_count(s))
+        rc = rd_fail(st, RD_EINPUT, "%s: tensor \"%s\": shape[%d] is not a non-negative integer (at most 2^53)", p,
+                     c->string, dim);
+      prod *= s->valuedouble;
+    }
+    for (int i = 0; i < 2 && rc == RD_OK; i++)
+      if (!json_count(cJSON_GetArrayItem(of, i)))
+        rc = rd_fail(st, RD_EINPUT, "%s: tensor \"%s\": data_offsets[%d] is not a non-negative integer (at most "
+                     "2^53)", p, c->string, i);
+    if (rc != RD_OK) break;
     double b0 = cJSON_GetArrayItem(of, 0)->valuedouble, b1 = cJSON_GetArrayItem(of, 1)->valuedouble;
     if (di < 0 || !isfinite(prod) || !(b0 >= 0 && b1 >= b0 && b1 < 9e15) || (b1 - b0) != prod * dsz[di]) {
       rc = rd_fail(st, RD_EINPUT, "%s: tensor \"%s\": dtype, shape and data_offsets do not agree", p, c->string);
@@ -225,6 +273,7 @@ static int open_safetensors(feat_file *F, const char *tensor, rd_status *st) {
       F->d = (int64_t)cJSON_GetArrayItem(sh, 1)->valuedouble;
       F->offset = 8 + (int64_t)hn + (int64_t)cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(pick, "data_offsets"), 0)->valuedouble;
       if (F->d < 1) rc = rd_fail(st, RD_EINPUT, "%s: tensor \"%s\" has no features", p, pick->string);
+      else rc = check_width(F, st);
     }
   }
   free(ent);
@@ -403,12 +452,15 @@ static int read_labels_csv(labels *L, FILE *fp) {
   struct csv_parser parser;
   csv_init(&parser, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL);
   char buf[1 << 16];
-  size_t got;
+  size_t got, skip = 0;
   L->row = 1;
-  while (L->st->code == RD_OK && (got = fread(buf, 1, sizeof buf, fp)) > 0)
-    if (csv_parse(&parser, buf, got, csv_field_cb, csv_row_cb, L) != got && L->st->code == RD_OK)
+  for (int first = 1; L->st->code == RD_OK && (got = fread(buf, 1, sizeof buf, fp)) > 0; first = 0, skip = 0) {
+    /* a UTF-8 byte order mark before the header is not part of its first name */
+    if (first && got >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0) skip = 3;
+    if (csv_parse(&parser, buf + skip, got - skip, csv_field_cb, csv_row_cb, L) != got - skip && L->st->code == RD_OK)
       rd_fail(L->st, RD_EINPUT, "%s: row %lld: malformed CSV (%s)", L->file, (long long)L->row,
               csv_strerror(csv_error(&parser)));
+  }
   if (L->st->code == RD_OK && csv_fini(&parser, csv_field_cb, csv_row_cb, L) != 0)
     rd_fail(L->st, RD_EINPUT, "%s: malformed CSV at the end of the file (%s)", L->file, csv_strerror(csv_error(&parser)));
   csv_free(&parser);
@@ -425,7 +477,7 @@ static int read_labels_jsonl(labels *L, FILE *fp) {
     L->row++;
     while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r' || line[len - 1] == ' ')) line[--len] = '\0';
     if (len == 0) continue;
-    cJSON *o = cJSON_ParseWithLength(line, (size_t)len);
+    cJSON *o = cJSON_ParseWithLength(line, (size_t)len);  /* (cJSON skips a UTF-8 byte order mark) */
     if (!o || !cJSON_IsObject(o)) {
       cJSON_Delete(o);
       rd_fail(L->st, RD_EINPUT, "%s: line %lld is not a JSON object", L->file, (long long)L->row);

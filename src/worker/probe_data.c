@@ -29,22 +29,51 @@ static void join(char *out, size_t n, const char *a, const char *b) {
 
 /* ---- layout ---------------------------------------------------------------------------------------- */
 
+/* The kind of a 2-byte float dataset from its bit layout: IEEE binary16 (sign 15, exponent 10..14
+ * with bias 15, mantissa 0..9) or bfloat16 (sign 15, exponent 7..14 with bias 127, mantissa 0..6),
+ * both with an implied leading mantissa bit; any other layout is refused. */
+static int half_kind(hid_t f, const char *file, const char *path, int *etype, rd_status *st) {
+  hid_t d = H5Dopen2(f, path, H5P_DEFAULT);
+  if (d < 0) return rd_fail(st, RD_EINPUT, "%s: cannot open dataset %s", file, path);
+  hid_t t = H5Dget_type(d);
+  size_t spos = 0, epos = 0, esize = 0, mpos = 0, msize = 0;
+  int ok = t >= 0 && H5Tget_class(t) == H5T_FLOAT && H5Tget_fields(t, &spos, &epos, &esize, &mpos, &msize) >= 0;
+  size_t ebias = ok ? H5Tget_ebias(t) : 0;
+  int norm = ok ? (int)H5Tget_norm(t) : -1, prec = ok ? (int)H5Tget_precision(t) : -1;
+  int off = ok ? H5Tget_offset(t) : -1;
+  if (t >= 0) H5Tclose(t);
+  H5Dclose(d);
+  ok = ok && norm == H5T_NORM_IMPLIED && prec == 16 && off == 0 && spos == 15 && mpos == 0;
+  if (ok && epos == 10 && esize == 5 && msize == 10 && ebias == 15) {
+    *etype = FEAT_F16;
+    return RD_OK;
+  }
+  if (ok && epos == 7 && esize == 8 && msize == 7 && ebias == 127) {
+    *etype = FEAT_BF16;
+    return RD_OK;
+  }
+  return rd_fail(st, RD_EINPUT, "%s: %s has a 2-byte float type with sign bit %zu, exponent bits %zu..%zu (bias %zu) "
+                 "and mantissa bits %zu..%zu, expected IEEE float16 (sign 15, exponent 10..14 with bias 15, mantissa "
+                 "0..9) or bfloat16 (sign 15, exponent 7..14 with bias 127, mantissa 0..6)", file, path, spos, epos,
+                 epos + esize - 1, ebias, mpos, mpos + msize - 1);
+}
+
 static int feat_info(hid_t f, const char *file, const char *path, feat_src *X, rd_status *st) {
   rd_dsinfo info;
   RD_TRY(rd_h5_info(f, file, path, &info, st));
-  RD_TRY(rd_h5_expect(&info, file, 2, RD_TCM(RD_TC_FLOAT), "float32 or float16 features [N, d]", st));
+  RD_TRY(rd_h5_expect(&info, file, 2, RD_TCM(RD_TC_FLOAT), "float32, float16 or bfloat16 features [N, d]", st));
   memset(X, 0, sizeof *X);
   snprintf(X->path, sizeof X->path, "%s", path);
   X->N = info.dims[0];
   X->d = info.dims[1];
   X->map_offset = -1;
   switch (info.tsize) {
-    case 2: X->etype = FEAT_F16; break;
+    case 2: RD_TRY(half_kind(f, file, path, &X->etype, st)); break;
     case 4: X->etype = FEAT_F32; break;
     case 8: X->etype = FEAT_F64; break;
     default:
-      return rd_fail(st, RD_EINPUT, "%s: %s has %zu-byte floats, expected float32 or float16 features", file, path,
-                     info.tsize);
+      return rd_fail(st, RD_EINPUT, "%s: %s has %zu-byte floats, expected float32, float16 or bfloat16 features", file,
+                     path, info.tsize);
   }
   if (X->d < 1) return rd_fail(st, RD_EINPUT, "%s: %s has shape [%lld, 0], expected at least one feature", file, path,
                                (long long)X->N);
@@ -247,6 +276,8 @@ static int ptask_lists(const probe_run *R, ptask *p, rd_status *st) {
   return RD_OK;
 }
 
+static void feat_map_all(probe_run *R);
+
 int probe_prepare(probe_run *R, rd_status *st) {
   const rd_ctx *ctx = R->ctx;
   if (ctx->rank == 0) {
@@ -276,6 +307,7 @@ int probe_prepare(probe_run *R, rd_status *st) {
     p->X.base = NULL;
     p->X.map_base = NULL;
     p->X.map_len = 0;
+    p->X.touched = 0;
     rd_bcast_bytes(ctx, p->cls, (size_t)p->X.N, 0);
     rd_bcast_bytes(ctx, p->split, (size_t)p->X.N, 0);
   }
@@ -284,34 +316,81 @@ int probe_prepare(probe_run *R, rd_status *st) {
     R->infer[m].base = NULL;
     R->infer[m].map_base = NULL;
     R->infer[m].map_len = 0;
+    R->infer[m].touched = 0;
+  }
+  /* error keys: an element's position in the fixed order of all datasets' elements */
+  int64_t key = 0;
+  for (int k = 0; k < R->n_pt + R->n_models; k++) {
+    feat_src *X = k < R->n_pt ? &R->pt[k].X : &R->infer[k - R->n_pt];
+    X->key_base = key;
+    key += X->N * X->d;
   }
   for (int i = 0; i < R->n_pt && st->code == RD_OK; i++) ptask_lists(R, &R->pt[i], st);
-  return rd_agree(ctx, st);
+  if (rd_agree(ctx, st) != RD_OK) return st->code;
+  feat_map_all(R);
+  return RD_OK;
 }
 
 /* ---- feature rows -------------------------------------------------------------------------------------------- */
 
-int feat_mapped(probe_run *R, feat_src *X) {
-  if (X->base) return 1;
+/* Maps X read-only (without touching its pages); 1 on success. */
+static int feat_try_map(const probe_run *R, feat_src *X) {
   if (X->map_offset < 0 || X->N == 0) return 0;
   int fd = open(R->job->input, O_RDONLY);
   if (fd < 0) return 0;
   long page = sysconf(_SC_PAGESIZE);
   int64_t start = X->map_offset, len = X->N * X->d * (int64_t)sizeof(float);
   int64_t aligned = start / page * page;
-  /* a dataset that fits the memory budget has its page tables filled at once (cheaper than a fault
-   * per few pages while training reads rows in random order); a larger one is paged in on demand */
-  int populate = len <= R->o->max_memory_mb * ((int64_t)1 << 20);
-  void *p = mmap(NULL, (size_t)(len + (start - aligned)), PROT_READ, MAP_SHARED | (populate ? MAP_POPULATE : 0), fd,
-                 (off_t)aligned);
+  void *p = mmap(NULL, (size_t)(len + (start - aligned)), PROT_READ, MAP_SHARED, fd, (off_t)aligned);
   close(fd);
-  if (p == MAP_FAILED) {
-    X->map_offset = -1;  /* fall back to reading */
-    return 0;
-  }
+  if (p == MAP_FAILED) return 0;
   X->map_base = p;
   X->map_len = (size_t)(len + (start - aligned));
   X->base = (const float *)((const char *)p + (start - aligned));
+  return 1;
+}
+
+/* Collective: whether each feature dataset is mapped is decided by all ranks together. Every rank
+ * tries to map every mappable dataset; a dataset that some rank could not map is read through HDF5
+ * on every rank (map_offset = -1 everywhere), because the schedule (groups of ranks, segments of
+ * batches, and so the collective calls) follows from it and must be the same on every rank. */
+static void feat_map_all(probe_run *R) {
+  const rd_ctx *ctx = R->ctx;
+  int nds = R->n_pt + R->n_models;
+  int *ok = malloc(sizeof(int) * (size_t)nds), *all = malloc(sizeof(int) * (size_t)nds);
+  if (!ok || !all) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+  for (int k = 0; k < nds; k++) {
+    feat_src *X = k < R->n_pt ? &R->pt[k].X : &R->infer[k - R->n_pt];
+    ok[k] = feat_try_map(R, X);
+  }
+  RD_MPI_CHECK(ctx, MPI_Allreduce(ok, all, nds, MPI_INT, MPI_MIN, ctx->comm));
+  for (int k = 0; k < nds; k++) {
+    feat_src *X = k < R->n_pt ? &R->pt[k].X : &R->infer[k - R->n_pt];
+    if (all[k]) continue;
+    if (X->map_base) munmap(X->map_base, X->map_len);
+    X->map_base = NULL;
+    X->map_len = 0;
+    X->base = NULL;
+    X->map_offset = -1;
+  }
+  free(ok);
+  free(all);
+}
+
+/* 1 when X is mapped (decided collectively by feat_map_all). On a rank's first use of a dataset that
+ * fits the memory budget its page tables are filled at once (cheaper than a fault per few pages
+ * while training reads rows in random order); a larger one is paged in on demand. */
+int feat_mapped(probe_run *R, feat_src *X) {
+  if (!X->base) return 0;
+  if (!X->touched) {
+    X->touched = 1;
+    if (X->N * X->d * (int64_t)sizeof(float) <= R->o->max_memory_mb * ((int64_t)1 << 20)) {
+#ifdef MADV_POPULATE_READ
+      if (madvise(X->map_base, X->map_len, MADV_POPULATE_READ) != 0)
+#endif
+        madvise(X->map_base, X->map_len, MADV_WILLNEED);
+    }
+  }
   return 1;
 }
 
@@ -330,7 +409,7 @@ static int read_range(probe_run *R, const feat_src *X, int64_t r0, int64_t n, vo
   const char *file = R->job->input;
   if (R->h5 < 0) RD_TRY(rd_h5_open(file, MPI_COMM_NULL, &R->h5, st));
   hid_t d = H5Dopen2(R->h5, X->path, H5P_DEFAULT);
-  if (d < 0) return rd_fail(st, RD_EINPUT, "%s: cannot open dataset %s", file, X->path);
+  if (d < 0) return rd_fail_at(st, RD_EINPUT, X->key_base, "%s: cannot open dataset %s", file, X->path);
   hid_t fs = H5Dget_space(d), ft = H5Dget_type(d);
   hsize_t start[2] = {(hsize_t)r0, 0}, count[2] = {(hsize_t)n, (hsize_t)X->d};
   H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL);
@@ -343,21 +422,26 @@ static int read_range(probe_run *R, const feat_src *X, int64_t r0, int64_t n, vo
     e = H5Dread(d, H5T_NATIVE_DOUBLE, ms, fs, H5P_DEFAULT, raw);
     for (int64_t i = 0; e >= 0 && i < cnt; i++) out[i] = (float)((const double *)raw)[i];
   } else {
-    /* binary16 read as stored (no library conversion) and widened exactly here */
+    /* binary16 or bfloat16 read as stored (no library conversion) and widened exactly here */
     hid_t mt = H5Tcopy(ft);
     H5Tset_order(mt, H5T_ORDER_LE);
     e = H5Dread(d, mt, ms, fs, H5P_DEFAULT, raw);
     H5Tclose(mt);
     const uint16_t *h = raw;
-    for (int64_t i = 0; e >= 0 && i < cnt; i++) out[i] = rd_half_to_float(h[i]);
+    if (X->etype == FEAT_BF16)
+      for (int64_t i = 0; e >= 0 && i < cnt; i++) out[i] = rd_bf16_to_float(h[i]);
+    else
+      for (int64_t i = 0; e >= 0 && i < cnt; i++) out[i] = rd_half_to_float(h[i]);
   }
   H5Sclose(ms);
   H5Sclose(fs);
   H5Tclose(ft);
   H5Dclose(d);
+  /* keyed by the range's first element, so that the error reported is the lowest for any rank count */
   if (e < 0)
-    return rd_fail(st, RD_EINPUT, "%s: reading rows %lld..%lld of %s failed (corrupt or unreadable data)", file,
-                   (long long)r0, (long long)(r0 + n - 1), X->path);
+    return rd_fail_at(st, RD_EINPUT, X->key_base + r0 * X->d,
+                      "%s: reading rows %lld..%lld of %s failed (corrupt or unreadable data)", file, (long long)r0,
+                      (long long)(r0 + n - 1), X->path);
   return RD_OK;
 }
 
@@ -441,7 +525,7 @@ int probe_scan_values(probe_run *R, rd_status *st) {
   const float **ptrs = malloc(sizeof(float *) * SCAN_BLOCK);
   int64_t *idx = malloc(sizeof(int64_t) * SCAN_BLOCK);
   if (!ptrs || !idx) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
-  int64_t gb = 0, key_base = 0;
+  int64_t gb = 0;
   for (int k = 0; k < nds && st->code == RD_OK; k++) {
     feat_src *X = k < R->n_pt ? &R->pt[k].X : &R->infer[k - R->n_pt];
     for (int64_t blk = 0; blk < nblk[k] && st->code == RD_OK; blk++, gb++) {
@@ -456,7 +540,7 @@ int probe_scan_values(probe_run *R, rd_status *st) {
       for (int64_t i = 0; i < n; i++) {
         int64_t j = rd_first_nonfinite_f32(ptrs[i], X->d);
         if (j >= 0) {
-          rd_fail_at(st, RD_EINPUT, key_base + idx[i] * X->d + j,
+          rd_fail_at(st, RD_EINPUT, X->key_base + idx[i] * X->d + j,
                      "%s: %s[%lld, %lld] = %g (%s); expected finite features", R->job->input, X->path,
                      (long long)idx[i], (long long)j, (double)ptrs[i][j],
                      k < R->n_pt ? "a row with a class label" : "an inference row");
@@ -464,7 +548,6 @@ int probe_scan_values(probe_run *R, rd_status *st) {
         }
       }
     }
-    key_base += X->N * X->d;
   }
   free(buf);
   free(ptrs);

@@ -57,11 +57,14 @@ typedef struct feat_src {
   char path[512];
   int64_t N, d;
   int etype;
-  int64_t map_offset;   /* file offset of a mappable dataset, else -1 */
-  /* per rank, opened lazily */
+  int64_t map_offset;   /* file offset of a mapped dataset (agreed by all ranks), else -1 */
+  int64_t key_base;     /* ordering key of element [0, 0]: datasets in a fixed order (each (model,
+                         * task) in job order, then each model's inference rows), elements row-major */
+  /* per rank: the mapping (probe_prepare), and whether the rank has used it yet */
   const float *base;
   void *map_base;
   size_t map_len;
+  int touched;
 } feat_src;
 
 /* One (model, task): the rows it uses and how they are split. */
@@ -96,7 +99,8 @@ typedef struct probe_run {
 
 /* ---- probe_data.c ----------------------------------------------------------------------------- */
 int probe_check_layout(hid_t f, const rd_job *job, const probe_opts *o, probe_run *R, rd_status *st);
-/* Collective: layout, labels and splits on rank 0, shared with every rank. */
+/* Collective: layout, labels and splits on rank 0, shared with every rank; then the feature
+ * datasets mapped on every rank, or on none (agreed). */
 int probe_prepare(probe_run *R, rd_status *st);
 /* Collective: non-finite features among the rows used (lowest global index reported). */
 int probe_scan_values(probe_run *R, rd_status *st);
@@ -104,6 +108,7 @@ int probe_scan_values(probe_run *R, rd_status *st);
  * floats, malloc'd by the caller). */
 int feat_rows(probe_run *R, feat_src *X, const int64_t *idx, int64_t n, float *buf, const float **ptrs,
               rd_status *st);
+/* 1 when X is mapped (the same answer on every rank). */
 int feat_mapped(probe_run *R, feat_src *X);
 void probe_data_free(probe_run *R);
 const char *probe_model_name(const probe_run *R, int m);

@@ -648,7 +648,44 @@ typedef struct lb_state {
   int what;             /* 0: gradient, 1: Σx, 2: Σ(x − mean)² */
   const double *mean;
   double *tmp;          /* leaf scratch */
+  /* standardization (NULL: none): the gradient is taken on (x − mu)/sd formed in float64 */
+  const double *mu, *sd, *inv_sd;
+  double *xs, *zr, *part;  /* scratch: LB_STD_ROWS standardized rows, their logits and residuals, a partial */
 } lb_state;
+
+/* Rows per group of the standardized gradient. */
+#define LB_STD_ROWS 8
+
+/* The partial gradient of rows [lo, lo + n) of the leaf on standardized rows xs = (x − mu)·(1/sd)
+ * (each element formed in float64), in groups of LB_STD_ROWS rows: z = W xs + b (rd_probe_dot_f64, fixed
+ * order), residuals and loss (rd_probe_residuals), then G[k, j] += r_k xs_j and gb[k] += r_k row after
+ * row (rd_probe_outer_acc), so every sum runs over the rows in order; residuals and loss scaled by
+ * 1/N. Working on standardized values directly keeps the precision that raw-space weights (W/sd,
+ * b − Σ W·mu/sd) lose to cancellation when |mu|/sd is large. */
+static void lb_leaf_std(lb_state *s, int64_t lo, int64_t n, double *dst, int accumulate) {
+  const rd_probe_heads *h = s->h;
+  int64_t d = h->d, K = h->K, len = K * d + K + 1;
+  double scale = 1.0 / (double)s->p->n_tr, *xs = s->xs, *z = s->zr, *r = s->zr + LB_STD_ROWS * K;
+  double *out = accumulate ? s->part : dst, *G = out, *gb = out + K * d;
+  double lsum = 0.0;
+  memset(out, 0, sizeof(double) * (size_t)len);
+  for (int64_t i0 = 0; i0 < n; i0 += LB_STD_ROWS) {
+    int64_t m = n - i0 < LB_STD_ROWS ? n - i0 : LB_STD_ROWS;
+    for (int64_t i = 0; i < m; i++) rd_probe_standardize(s->rows->ptr[lo + i0 + i], s->mu, s->inv_sd, d, xs + i * d);
+    rd_probe_dot_f64(xs, m, d, h->W, K, z);
+    for (int64_t i = 0; i < m; i++) {
+      for (int64_t k = 0; k < K; k++) z[i * K + k] += h->b[k];
+      rd_probe_residuals(1, (int)K, z + i * K, s->rows->y[lo + i0 + i], r + i * K, &lsum);
+      for (int64_t k = 0; k < K; k++) {
+        r[i * K + k] *= scale;
+        gb[k] += r[i * K + k];
+      }
+    }
+    rd_probe_outer_acc(G, K, d, r, xs, m);
+  }
+  out[K * d + K] = lsum * scale;
+  if (accumulate) rd_probe_add(dst, out, len);
+}
 
 static int lb_ensure(lb_state *s, int64_t lo, int64_t hi, rd_status *st) {
   if (lo >= s->seg_lo && hi <= s->seg_hi) return RD_OK;
@@ -666,6 +703,10 @@ static int lb_leaf(void *arg, int64_t leaf, double *dst, int accumulate, rd_stat
   if (leaf * LB_LEAF + LB_LEAF > s->p->n_tr) hi = s->p->n_tr - s->first;
   RD_TRY(lb_ensure(s, lo, hi, st));
   int64_t d = s->p->X.d, n = hi - lo;
+  if (s->what == 0 && s->mu) {
+    lb_leaf_std(s, lo, n, dst, accumulate);
+    return RD_OK;
+  }
   if (s->what == 0) {
     rd_probe_block blk = {.rows = s->rows->ptr + lo, .n = n, .y = s->rows->y + lo, .scale = 1.0 / (double)s->p->n_tr};
     if (rd_probe_block_grad_cpu(s->h, &blk, 1, accumulate, dst, NULL) < 0)
@@ -708,27 +749,17 @@ typedef struct lb_problem {
   tree_ws *ws;
   int64_t J, K, d;
   double l2;
-  const double *mu, *sd;   /* standardization (NULL: none) */
-  double *Wraw, *braw;     /* raw-space parameters for the kernel */
+  double *Wk, *bk;         /* the kernel's parameters (= θ) */
   double *vec;             /* tree result [G (K d), gb (K), loss] */
   int64_t evals;
 } lb_problem;
 
-/* f and its gradient at θ = [W (K×d, standardized space), b (K)]. Collective. */
+/* f and its gradient at θ = [W (K×d), b (K)], in standardized units when standardizing (the rows
+ * are standardized as they are used). Collective. */
 static int lb_eval(lb_problem *P, const double *theta, double *f, double *grad, rd_status *st) {
   int64_t K = P->K, d = P->d, nW = K * d;
-  for (int64_t k = 0; k < K; k++) {
-    double shift = 0.0;
-    for (int64_t j = 0; j < d; j++) {
-      double w = theta[k * d + j];
-      if (P->sd) {
-        w /= P->sd[j];
-        shift += w * P->mu[j];
-      }
-      P->Wraw[k * d + j] = w;
-    }
-    P->braw[k] = theta[nW + k] - shift;
-  }
+  memcpy(P->Wk, theta, sizeof(double) * (size_t)nW);
+  memcpy(P->bk, theta + nW, sizeof(double) * (size_t)K);
   P->s->what = 0;
   RD_TRY(tree_allreduce(P->g, P->J, lb_leaf, NULL, P->s, 1, P->ws, P->vec, st));
   P->evals++;
@@ -737,12 +768,7 @@ static int lb_eval(lb_problem *P, const double *theta, double *f, double *grad, 
   double pen = 0.0;
   for (int64_t i = 0; i < nW; i++) pen += theta[i] * theta[i];
   *f = loss + 0.5 * P->l2 * pen;
-  for (int64_t k = 0; k < K; k++)
-    for (int64_t j = 0; j < d; j++) {
-      double gk = G[k * d + j];
-      if (P->sd) gk = (gk - gb[k] * P->mu[j]) / P->sd[j];
-      grad[k * d + j] = gk + P->l2 * theta[k * d + j];
-    }
+  for (int64_t i = 0; i < nW; i++) grad[i] = G[i] + P->l2 * theta[i];
   for (int64_t k = 0; k < K; k++) grad[nW + k] = gb[k];
   return RD_OK;
 }
@@ -849,7 +875,8 @@ static int train_lbfgs(probe_run *R, const rd_ctx *g, ptask *p, double l2, grid_
   }
   tree_ws ws;
   if (ws_init(&ws, J, K * d + K + 1, g) != 0) rd_abort(g, __FILE__, __LINE__, "out of memory for the tree");
-  lb_problem P = {.s = &s, .g = g, .ws = &ws, .J = J, .K = K, .d = d, .l2 = l2, .Wraw = Wraw, .braw = braw, .vec = vec};
+  lb_problem P = {.s = &s, .g = g, .ws = &ws, .J = J, .K = K, .d = d, .l2 = l2, .Wk = Wraw, .bk = braw, .vec = vec};
+  double *stdbuf = NULL;
   if (R->o->standardize) {
     /* train mean and sd (ddof 0; a zero sd counts as 1), by the same fixed tree */
     tree_ws ws1;
@@ -866,8 +893,16 @@ static int train_lbfgs(probe_run *R, const rd_ctx *g, ptask *p, double l2, grid_
         }
     }
     ws_free(&ws1);
-    P.mu = mu;
-    P.sd = sdv;
+    stdbuf = malloc(sizeof(double) * (size_t)(d + LB_STD_ROWS * (d + 2 * K) + K * d + K + 1));
+    if (!stdbuf) rd_abort(g, __FILE__, __LINE__, "out of memory for L-BFGS");
+    double *inv = stdbuf;
+    for (int64_t j = 0; j < d; j++) inv[j] = 1.0 / sdv[j];
+    s.mu = mu;
+    s.sd = sdv;
+    s.inv_sd = inv;
+    s.xs = stdbuf + d;
+    s.zr = s.xs + LB_STD_ROWS * d;
+    s.part = s.zr + 2 * LB_STD_ROWS * K;
   }
   double f = 0.0;
   int64_t iter = 0, m = 0, head = 0;
@@ -943,6 +978,7 @@ static int train_lbfgs(probe_run *R, const rd_ctx *g, ptask *p, double l2, grid_
   }
   double gmax = max_abs(gr, nth);
   ws_free(&ws);
+  free(stdbuf);
   rowset_free(R, &rows);
   if (rd_agree(g, st) != RD_OK) {
     free(mem);
@@ -953,9 +989,9 @@ static int train_lbfgs(probe_run *R, const rd_ctx *g, ptask *p, double l2, grid_
     double shift = 0.0;
     for (int64_t j = 0; j < d; j++) {
       double w = x[k * d + j];
-      if (P.sd) {
-        w /= P.sd[j];
-        shift += w * P.mu[j];
+      if (s.sd) {
+        w /= s.sd[j];
+        shift += w * s.mu[j];
       }
       Wraw[k * d + j] = w;
     }
