@@ -6,18 +6,16 @@
 #include <string.h>
 
 #include "check.h"
+#include "cuda_test.h"
 #include "rmdiag/bench.h"
 #include "rmdiag/rng.h"
 #include "rmdiag/status.h"
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
-  const rd_backend *b = NULL;
   char info[512];
-  rd_status st;
-  rd_status_init(&st);
-  if (rd_backend_select("cuda", 0, &b, info, sizeof info, &st) != RD_OK) {
-    printf("SKIP: no GPU for the CUDA-vs-CPU benchmark comparison: %s\n", st.msg);
+  const rd_backend *b = t_cuda_backend("benchmark", info, sizeof info);
+  if (!b) {
     MPI_Finalize();
     return 77;
   }
@@ -26,7 +24,6 @@ int main(int argc, char **argv) {
     MPI_Finalize();
     return 1;
   }
-  printf("comparing %s against the CPU\n", info);
   /* 37 models x 5003 items of 2..40 completions, 1..n-1 preferred; scores rounded to 0.5 so that
    * ties at the maximum are common */
   const int64_t M = 37, I = 5003;

@@ -5,22 +5,19 @@
 #include <string.h>
 
 #include "check.h"
+#include "cuda_test.h"
 #include "rmdiag/backend.h"
 #include "rmdiag/rng.h"
 #include "rmdiag/status.h"
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
-  const rd_backend *b = NULL;
   char info[512];
-  rd_status st;
-  rd_status_init(&st);
-  if (rd_backend_select("cuda", 0, &b, info, sizeof info, &st) != RD_OK) {
-    printf("SKIP: no GPU for the CUDA-vs-CPU comparison: %s\n", st.msg);
+  const rd_backend *b = t_cuda_backend("cm", info, sizeof info);
+  if (!b) {
     MPI_Finalize();
     return 77;
   }
-  printf("comparing %s against the CPU\n", info);
   const int64_t P = 20011, R = 25;
   double *rc = malloc(sizeof(double) * P * R), *rr = malloc(sizeof(double) * P * R);
   float *rcf = malloc(sizeof(float) * P * R), *rrf = malloc(sizeof(float) * P * R);

@@ -8,23 +8,24 @@
 #include <string.h>
 
 #include "check.h"
+#include "cuda_test.h"
 #include "leak_fixture.h"
 #include "rmdiag/backend.h"
 #include "rmdiag/status.h"
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
-  const rd_backend *b = NULL;
   char info[512];
-  rd_status st;
-  rd_status_init(&st);
-  if (rd_backend_select("cuda", 0, &b, info, sizeof info, &st) != RD_OK || !b->leak || !b->leak->bootstrap ||
-      !b->leak->null_draws) {
-    printf("SKIP: no GPU (or no CUDA leakage kernels) for the CUDA-vs-CPU comparison: %s\n", st.msg);
+  const rd_backend *b = t_cuda_backend("leakage", info, sizeof info);
+  if (!b) {
     MPI_Finalize();
     return 77;
   }
-  printf("comparing %s against the CPU\n", info);
+  CHECK(b->leak && b->leak->bootstrap && b->leak->null_draws, "the CUDA backend provides the leakage kernels");
+  if (!b->leak || !b->leak->bootstrap || !b->leak->null_draws) {
+    MPI_Finalize();
+    return t_finish("test_leak_cuda");
+  }
   const int64_t B = 1000, P = 777;
   leak_fixture f;
   leak_fixture_make(&f, B, P);

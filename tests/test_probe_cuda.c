@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "cuda_test.h"
 #include "rmdiag/backend.h"
 #include "rmdiag/probe.h"
 #include "rmdiag/rng.h"
@@ -14,19 +15,15 @@
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
-  const rd_backend *b = NULL;
   char info[512];
-  rd_status st;
-  rd_status_init(&st);
-  if (rd_backend_select("cuda", 0, &b, info, sizeof info, &st) != RD_OK) {
-    printf("SKIP: no GPU for the CUDA-vs-CPU probe comparison: %s\n", st.msg);
+  const rd_backend *b = t_cuda_backend("probe", info, sizeof info);
+  if (!b) {
     MPI_Finalize();
     return 77;
   }
   const rd_probe_kernels *k = b->probe;
   CHECK(k && k->rows_upload && k->block_grads && k->rows_free, "the CUDA backend provides the probe kernels");
   if (!k) return t_finish("test_probe_cuda");
-  printf("comparing %s against the CPU\n", info);
   const int64_t n = 300, d = 1031;
   rd_stream s;
   rd_stream_init(&s, 0, "test", "probe.cuda");

@@ -12,16 +12,8 @@ extern const struct rd_bench_kernels rd_bench_kernels_cuda;  // bench_cuda.cu
 #include "rmdiag/probe.h"
 }
 #include "rmdiag/fastmath.h"
+#include "cuda_check.h"
 
-
-#define CUDA_TRY(call, err, errlen)                                                            \
-  do {                                                                                         \
-    cudaError_t e_ = (call);                                                                   \
-    if (e_ != cudaSuccess) {                                                                   \
-      snprintf((err), (errlen), "%s failed at %s:%d: %s", #call, __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      return 1;                                                                                \
-    }                                                                                          \
-  } while (0)
 
 static int cuda_init(int node_rank, char *info, size_t infolen, char *err, size_t errlen) {
   int count = 0;
@@ -35,9 +27,9 @@ static int cuda_init(int node_rank, char *info, size_t infolen, char *err, size_
     return 1;
   }
   int dev = node_rank % count;
-  CUDA_TRY(cudaSetDevice(dev), err, errlen);
+  RD_CUDA_TRY(cudaSetDevice(dev), err, errlen);
   cudaDeviceProp prop;
-  CUDA_TRY(cudaGetDeviceProperties(&prop, dev), err, errlen);
+  RD_CUDA_TRY(cudaGetDeviceProperties(&prop, dev), err, errlen);
   snprintf(info, infolen, "cuda:%d (%s)", dev, prop.name);
   return 0;
 }
@@ -78,12 +70,7 @@ static int cuda_cm_pairs(const rd_cm_block *in, rd_cm_pairs *out, char *err, siz
   unsigned char *d_m = NULL;
   double *d_tm = NULL, *d_tg = NULL;
   int *d_n = NULL, rc = 1;
-  cudaError_t e = cudaSuccess;
-#define STEP(call)                                                                                    \
-  if ((e = (call)) != cudaSuccess) {                                                                  \
-    snprintf(err, errlen, "%s failed at %s:%d: %s", #call, __FILE__, __LINE__, cudaGetErrorString(e)); \
-    goto cleanup;                                                                                     \
-  }
+#define STEP(call) RD_CUDA_TRY_GOTO(call, err, errlen, cleanup)
   STEP(cudaMalloc(&d_rc, (size_t)(np_max * R) * es));
   STEP(cudaMalloc(&d_rr, (size_t)(np_max * R) * es));
   STEP(cudaMalloc(&d_m, (size_t)(np_max * R)));

@@ -2,21 +2,13 @@
 // comparisons and float64 arithmetic as the CPU reference (src/kernels/bench_cpu.c), so credits,
 // gaps and spreads agree bit for bit. Built into librmdiag_cuda.so.
 #include <cuda_runtime.h>
+
+#include "cuda_check.h"
 #include <stdio.h>
 
 extern "C" {
 #include "rmdiag/bench.h"
 }
-
-#define BENCH_CUDA_TRY(call, err, errlen)                                                        \
-  do {                                                                                         \
-    cudaError_t e_ = (call);                                                                   \
-    if (e_ != cudaSuccess) {                                                                   \
-      snprintf((err), (errlen), "%s failed at %s:%d: %s", #call, __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      rc = 1;                                                                                  \
-      goto cleanup;                                                                            \
-    }                                                                                          \
-  } while (0)
 
 // Row r of the block holds columns base .. base + width - 1 (global column numbers).
 template <typename T>
@@ -66,29 +58,32 @@ static int cuda_bench_credits(const rd_bench_block *in, rd_bench_out *out, char 
   double *d_cr = NULL, *d_gap = NULL, *d_sp = NULL;
   int threads = 256;
   long long blocks = ((long long)n + threads - 1) / threads;
-  BENCH_CUDA_TRY(cudaMalloc(&d_s, (size_t)(R * width) * es), err, errlen);
-  BENCH_CUDA_TRY(cudaMalloc(&d_off, sizeof(long long) * (size_t)(J + 1)), err, errlen);
-  BENCH_CUDA_TRY(cudaMalloc(&d_nc, sizeof(int) * (size_t)J), err, errlen);
-  BENCH_CUDA_TRY(cudaMalloc(&d_cr, sizeof(double) * n), err, errlen);
-  if (out->gap) BENCH_CUDA_TRY(cudaMalloc(&d_gap, sizeof(double) * n), err, errlen);
-  if (out->spread) BENCH_CUDA_TRY(cudaMalloc(&d_sp, sizeof(double) * n), err, errlen);
+  RD_CUDA_TRY_GOTO(cudaMalloc(&d_s, (size_t)(R * width) * es), err, errlen, failed);
+  RD_CUDA_TRY_GOTO(cudaMalloc(&d_off, sizeof(long long) * (size_t)(J + 1)), err, errlen, failed);
+  RD_CUDA_TRY_GOTO(cudaMalloc(&d_nc, sizeof(int) * (size_t)J), err, errlen, failed);
+  RD_CUDA_TRY_GOTO(cudaMalloc(&d_cr, sizeof(double) * n), err, errlen, failed);
+  if (out->gap) RD_CUDA_TRY_GOTO(cudaMalloc(&d_gap, sizeof(double) * n), err, errlen, failed);
+  if (out->spread) RD_CUDA_TRY_GOTO(cudaMalloc(&d_sp, sizeof(double) * n), err, errlen, failed);
   // only the block's columns of each row
-  BENCH_CUDA_TRY(cudaMemcpy2D(d_s, (size_t)width * es, (const char *)in->scores + (size_t)(base - in->col0) * es,
-                              (size_t)in->row_stride * es, (size_t)width * es, (size_t)R, cudaMemcpyHostToDevice),
-                 err, errlen);
-  BENCH_CUDA_TRY(cudaMemcpy(d_off, in->offset, sizeof(long long) * (size_t)(J + 1), cudaMemcpyHostToDevice), err, errlen);
-  BENCH_CUDA_TRY(cudaMemcpy(d_nc, in->n_correct, sizeof(int) * (size_t)J, cudaMemcpyHostToDevice), err, errlen);
+  RD_CUDA_TRY_GOTO(cudaMemcpy2D(d_s, (size_t)width * es, (const char *)in->scores + (size_t)(base - in->col0) * es,
+                                (size_t)in->row_stride * es, (size_t)width * es, (size_t)R, cudaMemcpyHostToDevice),
+                   err, errlen, failed);
+  RD_CUDA_TRY_GOTO(cudaMemcpy(d_off, in->offset, sizeof(long long) * (size_t)(J + 1), cudaMemcpyHostToDevice), err, errlen, failed);
+  RD_CUDA_TRY_GOTO(cudaMemcpy(d_nc, in->n_correct, sizeof(int) * (size_t)J, cudaMemcpyHostToDevice), err, errlen, failed);
   if (in->ftype == RD_F32)
     bench_credits_kernel<float><<<(unsigned)blocks, threads>>>((const float *)d_s, width, base, d_off, d_nc, R, J,
                                                                (int)in->rule, d_cr, d_gap, d_sp);
   else
     bench_credits_kernel<double><<<(unsigned)blocks, threads>>>((const double *)d_s, width, base, d_off, d_nc, R, J,
                                                                 (int)in->rule, d_cr, d_gap, d_sp);
-  BENCH_CUDA_TRY(cudaGetLastError(), err, errlen);
-  BENCH_CUDA_TRY(cudaMemcpy(out->credit, d_cr, sizeof(double) * n, cudaMemcpyDeviceToHost), err, errlen);
-  if (out->gap) BENCH_CUDA_TRY(cudaMemcpy(out->gap, d_gap, sizeof(double) * n, cudaMemcpyDeviceToHost), err, errlen);
+  RD_CUDA_TRY_GOTO(cudaGetLastError(), err, errlen, failed);
+  RD_CUDA_TRY_GOTO(cudaMemcpy(out->credit, d_cr, sizeof(double) * n, cudaMemcpyDeviceToHost), err, errlen, failed);
+  if (out->gap) RD_CUDA_TRY_GOTO(cudaMemcpy(out->gap, d_gap, sizeof(double) * n, cudaMemcpyDeviceToHost), err, errlen, failed);
   if (out->spread)
-    BENCH_CUDA_TRY(cudaMemcpy(out->spread, d_sp, sizeof(double) * n, cudaMemcpyDeviceToHost), err, errlen);
+    RD_CUDA_TRY_GOTO(cudaMemcpy(out->spread, d_sp, sizeof(double) * n, cudaMemcpyDeviceToHost), err, errlen, failed);
+  goto cleanup;
+failed:
+  rc = 1;
 cleanup:
   cudaFree(d_s);
   cudaFree(d_off);

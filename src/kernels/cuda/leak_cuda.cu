@@ -3,6 +3,8 @@
 // Philox blocks of four 32-bit words) and the same additions in the same order as the CPU reference
 // (src/kernels/leak_cpu.c); built with --fmad=false, so the results agree bit for bit.
 #include <cuda_runtime.h>
+
+#include "cuda_check.h"
 #include <stdint.h>
 #include <stdio.h>
 
@@ -10,15 +12,6 @@ extern "C" {
 #include "rmdiag/backend.h"
 #include "rmdiag/leak.h"
 }
-
-#define LEAK_CUDA_TRY(call, err, errlen)                                                                     \
-  do {                                                                                                       \
-    cudaError_t e_ = (call);                                                                                 \
-    if (e_ != cudaSuccess) {                                                                                 \
-      snprintf((err), (errlen), "%s failed at %s:%d: %s", #call, __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      goto fail;                                                                                             \
-    }                                                                                                        \
-  } while (0)
 
 __global__ void leak_boot_kernel(const int64_t *row_off, const double *rows, const uint64_t *cell_id, int64_t B,
                                  uint32_t k0key, uint32_t k1key, int64_t k0, int64_t count, double *r, double *mae) {
@@ -72,27 +65,25 @@ static int leak_cuda_bootstrap(const rd_leak_boot *in, int64_t k0, int64_t k1, d
   double *d_rows = NULL, *d_r = NULL, *d_m = NULL;
   uint64_t *d_id = NULL;
   int rc = 1;
-  LEAK_CUDA_TRY(cudaMalloc(&d_off, sizeof(int64_t) * (size_t)(in->n_cells + 1)), err, errlen);
-  LEAK_CUDA_TRY(cudaMalloc(&d_rows, sizeof(double) * 8 * (size_t)(nrows ? nrows : 1)), err, errlen);
-  LEAK_CUDA_TRY(cudaMalloc(&d_id, sizeof(uint64_t) * (size_t)(in->n_cells ? in->n_cells : 1)), err, errlen);
-  LEAK_CUDA_TRY(cudaMalloc(&d_r, sizeof(double) * (size_t)count), err, errlen);
-  LEAK_CUDA_TRY(cudaMalloc(&d_m, sizeof(double) * (size_t)count), err, errlen);
-  LEAK_CUDA_TRY(cudaMemcpy(d_off, in->row_off, sizeof(int64_t) * (size_t)(in->n_cells + 1), cudaMemcpyHostToDevice),
-                err, errlen);
+  RD_CUDA_TRY_GOTO(cudaMalloc(&d_off, sizeof(int64_t) * (size_t)(in->n_cells + 1)), err, errlen, fail);
+  RD_CUDA_TRY_GOTO(cudaMalloc(&d_rows, sizeof(double) * 8 * (size_t)(nrows ? nrows : 1)), err, errlen, fail);
+  RD_CUDA_TRY_GOTO(cudaMalloc(&d_id, sizeof(uint64_t) * (size_t)(in->n_cells ? in->n_cells : 1)), err, errlen, fail);
+  RD_CUDA_TRY_GOTO(cudaMalloc(&d_r, sizeof(double) * (size_t)count), err, errlen, fail);
+  RD_CUDA_TRY_GOTO(cudaMalloc(&d_m, sizeof(double) * (size_t)count), err, errlen, fail);
+  RD_CUDA_TRY_GOTO(cudaMemcpy(d_off, in->row_off, sizeof(int64_t) * (size_t)(in->n_cells + 1), cudaMemcpyHostToDevice), err, errlen, fail);
   if (nrows > 0)
-    LEAK_CUDA_TRY(cudaMemcpy(d_rows, in->rows, sizeof(double) * 8 * (size_t)nrows, cudaMemcpyHostToDevice), err, errlen);
+    RD_CUDA_TRY_GOTO(cudaMemcpy(d_rows, in->rows, sizeof(double) * 8 * (size_t)nrows, cudaMemcpyHostToDevice), err, errlen, fail);
   if (in->n_cells > 0)
-    LEAK_CUDA_TRY(cudaMemcpy(d_id, in->cell_id, sizeof(uint64_t) * (size_t)in->n_cells, cudaMemcpyHostToDevice), err,
-                  errlen);
+    RD_CUDA_TRY_GOTO(cudaMemcpy(d_id, in->cell_id, sizeof(uint64_t) * (size_t)in->n_cells, cudaMemcpyHostToDevice), err, errlen, fail);
   {
     int threads = 128;
     int64_t blocks = (count + threads - 1) / threads;
     leak_boot_kernel<<<(unsigned)blocks, threads>>>(d_off, d_rows, d_id, in->B, in->stream.key[0], in->stream.key[1], k0, count, d_r,
                                                     d_m);
   }
-  LEAK_CUDA_TRY(cudaGetLastError(), err, errlen);
-  LEAK_CUDA_TRY(cudaMemcpy(r, d_r, sizeof(double) * (size_t)count, cudaMemcpyDeviceToHost), err, errlen);
-  LEAK_CUDA_TRY(cudaMemcpy(mae, d_m, sizeof(double) * (size_t)count, cudaMemcpyDeviceToHost), err, errlen);
+  RD_CUDA_TRY_GOTO(cudaGetLastError(), err, errlen, fail);
+  RD_CUDA_TRY_GOTO(cudaMemcpy(r, d_r, sizeof(double) * (size_t)count, cudaMemcpyDeviceToHost), err, errlen, fail);
+  RD_CUDA_TRY_GOTO(cudaMemcpy(mae, d_m, sizeof(double) * (size_t)count, cudaMemcpyDeviceToHost), err, errlen, fail);
   rc = 0;
 fail:
   cudaFree(d_off);
@@ -112,30 +103,28 @@ static int leak_cuda_null(const rd_leak_null *in, int64_t k0, int64_t k1, int32_
   uint64_t *d_id = NULL;
   int32_t *d_u = NULL, *d_h = NULL;
   int rc = 1;
-  LEAK_CUDA_TRY(cudaMalloc(&d_off, sizeof(int64_t) * (size_t)(in->n_targets + 1)), err, errlen);
-  LEAK_CUDA_TRY(cudaMalloc(&d_av, sizeof(uint32_t) * (size_t)(nm ? nm : 1)), err, errlen);
-  LEAK_CUDA_TRY(cudaMalloc(&d_ht, sizeof(uint32_t) * (size_t)(nm ? nm : 1)), err, errlen);
-  LEAK_CUDA_TRY(cudaMalloc(&d_id, sizeof(uint64_t) * (size_t)(in->n_targets ? in->n_targets : 1)), err, errlen);
-  LEAK_CUDA_TRY(cudaMalloc(&d_u, sizeof(int32_t) * (size_t)count), err, errlen);
-  LEAK_CUDA_TRY(cudaMalloc(&d_h, sizeof(int32_t) * (size_t)count), err, errlen);
-  LEAK_CUDA_TRY(cudaMemcpy(d_off, in->month_off, sizeof(int64_t) * (size_t)(in->n_targets + 1), cudaMemcpyHostToDevice),
-                err, errlen);
+  RD_CUDA_TRY_GOTO(cudaMalloc(&d_off, sizeof(int64_t) * (size_t)(in->n_targets + 1)), err, errlen, fail);
+  RD_CUDA_TRY_GOTO(cudaMalloc(&d_av, sizeof(uint32_t) * (size_t)(nm ? nm : 1)), err, errlen, fail);
+  RD_CUDA_TRY_GOTO(cudaMalloc(&d_ht, sizeof(uint32_t) * (size_t)(nm ? nm : 1)), err, errlen, fail);
+  RD_CUDA_TRY_GOTO(cudaMalloc(&d_id, sizeof(uint64_t) * (size_t)(in->n_targets ? in->n_targets : 1)), err, errlen, fail);
+  RD_CUDA_TRY_GOTO(cudaMalloc(&d_u, sizeof(int32_t) * (size_t)count), err, errlen, fail);
+  RD_CUDA_TRY_GOTO(cudaMalloc(&d_h, sizeof(int32_t) * (size_t)count), err, errlen, fail);
+  RD_CUDA_TRY_GOTO(cudaMemcpy(d_off, in->month_off, sizeof(int64_t) * (size_t)(in->n_targets + 1), cudaMemcpyHostToDevice), err, errlen, fail);
   if (nm > 0) {
-    LEAK_CUDA_TRY(cudaMemcpy(d_av, in->avail, sizeof(uint32_t) * (size_t)nm, cudaMemcpyHostToDevice), err, errlen);
-    LEAK_CUDA_TRY(cudaMemcpy(d_ht, in->hit, sizeof(uint32_t) * (size_t)nm, cudaMemcpyHostToDevice), err, errlen);
+    RD_CUDA_TRY_GOTO(cudaMemcpy(d_av, in->avail, sizeof(uint32_t) * (size_t)nm, cudaMemcpyHostToDevice), err, errlen, fail);
+    RD_CUDA_TRY_GOTO(cudaMemcpy(d_ht, in->hit, sizeof(uint32_t) * (size_t)nm, cudaMemcpyHostToDevice), err, errlen, fail);
   }
   if (in->n_targets > 0)
-    LEAK_CUDA_TRY(cudaMemcpy(d_id, in->target_id, sizeof(uint64_t) * (size_t)in->n_targets, cudaMemcpyHostToDevice),
-                  err, errlen);
+    RD_CUDA_TRY_GOTO(cudaMemcpy(d_id, in->target_id, sizeof(uint64_t) * (size_t)in->n_targets, cudaMemcpyHostToDevice), err, errlen, fail);
   {
     int threads = 128;
     int64_t blocks = (count + threads - 1) / threads;
     leak_null_kernel<<<(unsigned)blocks, threads>>>(d_off, d_av, d_ht, d_id, in->P, in->n_sib, in->stream.key[0], in->stream.key[1],
                                                     k0, count, d_u, d_h);
   }
-  LEAK_CUDA_TRY(cudaGetLastError(), err, errlen);
-  LEAK_CUDA_TRY(cudaMemcpy(used, d_u, sizeof(int32_t) * (size_t)count, cudaMemcpyDeviceToHost), err, errlen);
-  LEAK_CUDA_TRY(cudaMemcpy(hits, d_h, sizeof(int32_t) * (size_t)count, cudaMemcpyDeviceToHost), err, errlen);
+  RD_CUDA_TRY_GOTO(cudaGetLastError(), err, errlen, fail);
+  RD_CUDA_TRY_GOTO(cudaMemcpy(used, d_u, sizeof(int32_t) * (size_t)count, cudaMemcpyDeviceToHost), err, errlen, fail);
+  RD_CUDA_TRY_GOTO(cudaMemcpy(hits, d_h, sizeof(int32_t) * (size_t)count, cudaMemcpyDeviceToHost), err, errlen, fail);
   rc = 0;
 fail:
   cudaFree(d_off);

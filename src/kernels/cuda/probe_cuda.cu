@@ -14,24 +14,7 @@ extern "C" {
 #include "rmdiag/probe.h"
 }
 #include "rmdiag/fastmath.h"
-
-#define PCUDA_TRY(call, err, errlen)                                                                     \
-  do {                                                                                                   \
-    cudaError_t e_ = (call);                                                                             \
-    if (e_ != cudaSuccess) {                                                                             \
-      snprintf((err), (errlen), "%s failed at %s:%d: %s", #call, __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      return 1;                                                                                          \
-    }                                                                                                    \
-  } while (0)
-
-#define PCUBLAS_TRY(call, err, errlen)                                                                   \
-  do {                                                                                                   \
-    cublasStatus_t s_ = (call);                                                                          \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                                   \
-      snprintf((err), (errlen), "%s failed at %s:%d (cuBLAS status %d)", #call, __FILE__, __LINE__, (int)s_); \
-      return 1;                                                                                          \
-    }                                                                                                    \
-  } while (0)
+#include "cuda_check.h"
 
 struct rows_dev {
   double *X;              // [n, d] row-major
@@ -46,9 +29,9 @@ static int blas_ready;
 
 static int ensure_blas(char *err, size_t errlen) {
   if (blas_ready) return 0;
-  PCUBLAS_TRY(cublasCreate(&blas), err, errlen);
+  RD_CUBLAS_TRY(cublasCreate(&blas), err, errlen);
   // no TF32 or reduced-precision paths: plain float64
-  PCUBLAS_TRY(cublasSetMathMode(blas, CUBLAS_DEFAULT_MATH), err, errlen);
+  RD_CUBLAS_TRY(cublasSetMathMode(blas, CUBLAS_DEFAULT_MATH), err, errlen);
   blas_ready = 1;
   return 0;
 }
@@ -163,10 +146,10 @@ static int cuda_block_grads(void *p, const rd_probe_heads *hd, int nblk, const i
     cudaFree(h->G);
     cudaFree(h->b);
     cudaFree(h->gb);
-    PCUDA_TRY(cudaMalloc(&h->W, sizeof(double) * (size_t)(O * d)), err, errlen);
-    PCUDA_TRY(cudaMalloc(&h->G, sizeof(double) * (size_t)(O * d)), err, errlen);
-    PCUDA_TRY(cudaMalloc(&h->b, sizeof(double) * (size_t)O), err, errlen);
-    PCUDA_TRY(cudaMalloc(&h->gb, sizeof(double) * (size_t)O), err, errlen);
+    RD_CUDA_TRY(cudaMalloc(&h->W, sizeof(double) * (size_t)(O * d)), err, errlen);
+    RD_CUDA_TRY(cudaMalloc(&h->G, sizeof(double) * (size_t)(O * d)), err, errlen);
+    RD_CUDA_TRY(cudaMalloc(&h->b, sizeof(double) * (size_t)O), err, errlen);
+    RD_CUDA_TRY(cudaMalloc(&h->gb, sizeof(double) * (size_t)O), err, errlen);
     h->cap_w = (int64_t)O * d;
   }
   if (maxn * O > h->cap_rows || maxn > h->cap_rows) {
@@ -174,13 +157,13 @@ static int cuda_block_grads(void *p, const rd_probe_heads *hd, int nblk, const i
     cudaFree(h->R);
     cudaFree(h->y);
     int64_t cap = maxn * (O > 1 ? O : 1);
-    PCUDA_TRY(cudaMalloc(&h->Z, sizeof(double) * (size_t)cap), err, errlen);
-    PCUDA_TRY(cudaMalloc(&h->R, sizeof(double) * (size_t)cap), err, errlen);
-    PCUDA_TRY(cudaMalloc(&h->y, sizeof(int32_t) * (size_t)cap), err, errlen);
+    RD_CUDA_TRY(cudaMalloc(&h->Z, sizeof(double) * (size_t)cap), err, errlen);
+    RD_CUDA_TRY(cudaMalloc(&h->R, sizeof(double) * (size_t)cap), err, errlen);
+    RD_CUDA_TRY(cudaMalloc(&h->y, sizeof(int32_t) * (size_t)cap), err, errlen);
     h->cap_rows = cap;
   }
-  PCUDA_TRY(cudaMemcpy(h->W, hd->W, sizeof(double) * (size_t)(O * d), cudaMemcpyHostToDevice), err, errlen);
-  if (hd->b) PCUDA_TRY(cudaMemcpy(h->b, hd->b, sizeof(double) * (size_t)O, cudaMemcpyHostToDevice), err, errlen);
+  RD_CUDA_TRY(cudaMemcpy(h->W, hd->W, sizeof(double) * (size_t)(O * d), cudaMemcpyHostToDevice), err, errlen);
+  if (hd->b) RD_CUDA_TRY(cudaMemcpy(h->b, hd->b, sizeof(double) * (size_t)O, cudaMemcpyHostToDevice), err, errlen);
   const double one = 1.0, zero = 0.0;
   for (int k = 0; k < nblk; k++) {
     double *o = out + (int64_t)k * len;
@@ -196,22 +179,22 @@ static int cuda_block_grads(void *p, const rd_probe_heads *hd, int nblk, const i
     }
     const double *Xk = h->X + row0[k] * d;
     // Z (row-major n x O) = X W^T: column-major Z^T (O x n) = W^T (O x d) X^T (d x n)
-    PCUBLAS_TRY(cublasDgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, O, (int)n, (int)d, &one, h->W, (int)d, Xk, (int)d, &zero,
+    RD_CUBLAS_TRY(cublasDgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, O, (int)n, (int)d, &one, h->W, (int)d, Xk, (int)d, &zero,
                             h->Z, O),
                 err, errlen);
-    PCUDA_TRY(cudaMemcpy(h->y, y + row0[k], sizeof(int32_t) * (size_t)n, cudaMemcpyHostToDevice), err, errlen);
+    RD_CUDA_TRY(cudaMemcpy(h->y, y + row0[k], sizeof(int32_t) * (size_t)n, cudaMemcpyHostToDevice), err, errlen);
     residual_kernel<<<(unsigned)((n + 127) / 128), 128>>>(h->Z, hd->b ? h->b : NULL, h->y, (long long)n, hd->L,
                                                           hd->K, scale, h->R);
-    PCUDA_TRY(cudaGetLastError(), err, errlen);
+    RD_CUDA_TRY(cudaGetLastError(), err, errlen);
     // G (row-major O x d) = R^T X: column-major G^T (d x O) = X^T (d x n) R (n x O)
-    PCUBLAS_TRY(cublasDgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, (int)d, O, (int)n, &one, Xk, (int)d, h->R, O, &zero, h->G,
+    RD_CUBLAS_TRY(cublasDgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, (int)d, O, (int)n, &one, Xk, (int)d, h->R, O, &zero, h->G,
                             (int)d),
                 err, errlen);
-    PCUDA_TRY(cudaMemcpy(o, h->G, sizeof(double) * (size_t)(O * d), cudaMemcpyDeviceToHost), err, errlen);
+    RD_CUDA_TRY(cudaMemcpy(o, h->G, sizeof(double) * (size_t)(O * d), cudaMemcpyDeviceToHost), err, errlen);
     if (hd->b) {
       bias_kernel<<<(unsigned)((O + 63) / 64), 64>>>(h->R, (long long)n, O, h->gb);
-      PCUDA_TRY(cudaGetLastError(), err, errlen);
-      PCUDA_TRY(cudaMemcpy(o + (int64_t)O * d, h->gb, sizeof(double) * (size_t)O, cudaMemcpyDeviceToHost), err, errlen);
+      RD_CUDA_TRY(cudaGetLastError(), err, errlen);
+      RD_CUDA_TRY(cudaMemcpy(o + (int64_t)O * d, h->gb, sizeof(double) * (size_t)O, cudaMemcpyDeviceToHost), err, errlen);
     }
   }
   return 0;
