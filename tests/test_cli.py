@@ -43,4 +43,15 @@ else:
     check((code, "no usable GPU" in err) == (1, True) if built else (code, "built without CUDA" in err) == (2, True),
           f"explicit --backend cuda without a GPU fails clearly: {code} {err}")
     print("no GPU here: the auto backend fell back to the CPU")
+
+# Many plain processes started while others end (as a shell loop or a test runner does): none
+# may fail at MPI start-up (isolated singletons once shared one session directory per host).
+import subprocess
+import time
+procs = []
+for i in range(120):
+    procs.append(subprocess.Popen([RMDIAG, "--version"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
+    time.sleep(0.01)
+failed = [p.stderr.read().decode()[:200] for p in procs if p.wait() != 0]
+check(not failed, f"{len(failed)} of 120 overlapping plain processes failed to start: {failed[:1]}")
 done()
