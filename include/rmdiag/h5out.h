@@ -8,6 +8,17 @@
 
 #include "rmdiag/status.h"
 
+/* An output written atomically (importers): a temporary file beside the final path, registered
+ * for removal on a signal; finishing closes it and renames it into place when st is RD_OK, or
+ * removes it otherwise. */
+typedef struct rd_h5_atomic {
+  hid_t h;            /* the open file, valid after a successful create */
+  char *tmp;
+  const char *final;
+} rd_h5_atomic;
+int rd_h5_atomic_create(const char *final, rd_h5_atomic *a, rd_status *st);
+int rd_h5_atomic_finish(rd_h5_atomic *a, rd_status *st);
+
 /* Creates (truncating) an HDF5 file for writing with the serial driver. */
 int rd_h5_create(const char *path, hid_t *out, rd_status *st);
 /* Creates the groups along `path` (all but the last component when `parent_only`). */

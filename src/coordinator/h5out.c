@@ -2,7 +2,12 @@
  * float64 outputs barely compress and deflate would dominate a report's run time. */
 #include "rmdiag/h5out.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "rmdiag/output.h"
 
 int rd_h5_create(const char *path, hid_t *out, rd_status *st) {
   hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
@@ -160,4 +165,27 @@ int rd_h5_write_attr_string(hid_t f, const char *obj_path, const char *name, con
   H5Sclose(space);
   H5Tclose(t);
   return rc;
+}
+
+int rd_h5_atomic_create(const char *final, rd_h5_atomic *a, rd_status *st) {
+  a->h = H5I_INVALID_HID;
+  a->final = final;
+  a->tmp = rd_tmp_path(final);
+  if (!a->tmp) return rd_fail(st, RD_EFAIL, "out of memory");
+  rd_tmp_register(a->tmp);
+  return rd_h5_create(a->tmp, &a->h, st);
+}
+
+int rd_h5_atomic_finish(rd_h5_atomic *a, rd_status *st) {
+  if (!a->tmp) return st->code;
+  if (a->h >= 0 && H5Fclose(a->h) < 0 && st->code == RD_OK)
+    rd_fail(st, RD_EFAIL, "%s: closing the output HDF5 file failed", a->tmp);
+  a->h = H5I_INVALID_HID;
+  if (st->code == RD_OK && rename(a->tmp, a->final) != 0)
+    rd_fail(st, RD_EFAIL, "cannot rename %s to %s: %s", a->tmp, a->final, strerror(errno));
+  if (st->code != RD_OK) unlink(a->tmp);
+  rd_tmp_unregister(a->tmp);
+  free(a->tmp);
+  a->tmp = NULL;
+  return st->code;
 }

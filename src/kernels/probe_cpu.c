@@ -88,22 +88,7 @@ INLINE void s8_st(double *p, v8s v) { memcpy(p, v.v, sizeof v.v); }
 #define V8_FWD_ROWS(oc) 1
 #define V8_BWD_JB(oc) 1
 #include "probe_simd.h"
-#undef V8
-#undef V8_ISA
-#undef V8_ZERO
-#undef V8_LDD
-#undef V8_LDF
-#undef V8_SET1
-#undef V8_FMA
-#undef V8_ADD
-#undef V8_SUB
-#undef V8_ST
-#undef V8_ACC
-#undef V8_DOT_OUT
-#undef V8_NODE_OC
-#undef V8_REG
-#undef V8_FWD_ROWS
-#undef V8_BWD_JB
+#include "probe_simd_end.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -144,22 +129,7 @@ INLINE void y8_st(double *p, v8y v) {
 #define V8_FWD_ROWS(oc) ((oc) == 1 ? 4 : (oc) == 2 ? 2 : 1)
 #define V8_BWD_JB(oc) ((oc) == 1 ? 3 : (oc) == 2 ? 2 : 1)
 #include "probe_simd.h"
-#undef V8
-#undef V8_ISA
-#undef V8_ZERO
-#undef V8_LDD
-#undef V8_LDF
-#undef V8_SET1
-#undef V8_FMA
-#undef V8_ADD
-#undef V8_SUB
-#undef V8_ST
-#undef V8_ACC
-#undef V8_DOT_OUT
-#undef V8_NODE_OC
-#undef V8_REG
-#undef V8_FWD_ROWS
-#undef V8_BWD_JB
+#include "probe_simd_end.h"
 #pragma GCC pop_options
 
 /* AVX-512: one register */
@@ -184,22 +154,7 @@ INLINE void y8_st(double *p, v8y v) {
 #define V8_FWD_ROWS(oc) ((oc) <= 3 ? 8 : 27 / (oc))
 #define V8_BWD_JB(oc) ((oc) <= 3 ? 8 : (oc) == 4 ? 6 : (oc) <= 6 ? 4 : 3)
 #include "probe_simd.h"
-#undef V8
-#undef V8_ISA
-#undef V8_ZERO
-#undef V8_LDD
-#undef V8_LDF
-#undef V8_SET1
-#undef V8_FMA
-#undef V8_ADD
-#undef V8_SUB
-#undef V8_ST
-#undef V8_ACC
-#undef V8_DOT_OUT
-#undef V8_NODE_OC
-#undef V8_REG
-#undef V8_FWD_ROWS
-#undef V8_BWD_JB
+#include "probe_simd_end.h"
 #pragma GCC pop_options
 #define PROBE_HAVE_X86 1
 #endif

@@ -331,14 +331,9 @@ static int write_output(csv_state *S, const char *out_path, const char *group, r
     }
 
   {
-    char *tmp = rd_tmp_path(out_path);
-    hid_t h = H5I_INVALID_HID;
-    if (!tmp) {
-      rc_ok = rd_fail(st, RD_EFAIL, "out of memory");
-      goto done;
-    }
-    rd_tmp_register(tmp);
-    rc_ok = rd_h5_create(tmp, &h, st);
+    rd_h5_atomic out;
+    rc_ok = rd_h5_atomic_create(out_path, &out, st);
+    hid_t h = out.h;
     char path[1400];
     int64_t d2[2] = {P, R}, d1[1] = {P}, dr[1] = {R};
 #define DS(name) (snprintf(path, sizeof path, "%.500s/%.600s", strcmp(group, "/") ? group : "", name), path)
@@ -389,12 +384,7 @@ static int write_output(csv_state *S, const char *out_path, const char *group, r
     free(col);
     (void)dr;
 #undef DS
-    if (h >= 0 && H5Fclose(h) < 0 && rc_ok == RD_OK) rc_ok = rd_fail(st, RD_EFAIL, "%s: cannot close", tmp);
-    if (rc_ok == RD_OK && rename(tmp, out_path) != 0)
-      rc_ok = rd_fail(st, RD_EFAIL, "cannot rename %s to %s: %s", tmp, out_path, strerror(errno));
-    if (rc_ok != RD_OK) unlink(tmp);
-    rd_tmp_unregister(tmp);
-    free(tmp);
+    rc_ok = rd_h5_atomic_finish(&out, st);
   }
 done:
   free(pperm);

@@ -666,14 +666,9 @@ int rd_import_features(int argc, char **argv, const char *out_path, FILE *log, r
     free(items);
     return st->code;
   }
-  char *tmp = rd_tmp_path(out_path);
-  hid_t h = H5I_INVALID_HID;
-  if (!tmp) {
-    free(items);
-    return rd_fail(st, RD_EFAIL, "out of memory");
-  }
-  rd_tmp_register(tmp);
-  int rc = rd_h5_create(tmp, &h, st);
+  rd_h5_atomic out;
+  int rc = rd_h5_atomic_create(out_path, &out, st);
+  hid_t h = out.h;
   int64_t rows = 0;
   for (int k = 0; k < n && rc == RD_OK; k++) {
     item *it = &items[k];
@@ -716,12 +711,7 @@ int rd_import_features(int argc, char **argv, const char *out_path, FILE *log, r
     feat_close(&F);
     labels_free(&L);
   }
-  if (h >= 0 && H5Fclose(h) < 0 && rc == RD_OK) rc = rd_fail(st, RD_EFAIL, "%s: cannot close", tmp);
-  if (rc == RD_OK && rename(tmp, out_path) != 0)
-    rc = rd_fail(st, RD_EFAIL, "cannot rename %s to %s: %s", tmp, out_path, strerror(errno));
-  if (rc != RD_OK) unlink(tmp);
-  rd_tmp_unregister(tmp);
-  free(tmp);
+  rc = rd_h5_atomic_finish(&out, st);
   free(items);
   if (rc == RD_OK && log) fprintf(log, "rmdiag import features: %lld rows in %d datasets -> %s\n", (long long)rows, n, out_path);
   return rc;

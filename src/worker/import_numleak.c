@@ -1491,20 +1491,9 @@ int rd_import_numleak(int argc, char **argv, const char *out_path, FILE *log, rd
     }
   }
   {
-    char *tmp = rd_tmp_path(out_path);
-    hid_t h = H5I_INVALID_HID;
-    if (!tmp) {
-      rd_fail(st, RD_EFAIL, "out of memory");
-      goto done;
-    }
-    rd_tmp_register(tmp);
-    if (rd_h5_create(tmp, &h, st) == RD_OK) write_all(&S, h, t_series, t_month, t_value, T, st);
-    if (h >= 0 && H5Fclose(h) < 0 && st->code == RD_OK) rd_fail(st, RD_EFAIL, "%s: cannot close", tmp);
-    if (st->code == RD_OK && rename(tmp, out_path) != 0)
-      rd_fail(st, RD_EFAIL, "cannot rename %s to %s: %s", tmp, out_path, strerror(errno));
-    if (st->code != RD_OK) unlink(tmp);
-    rd_tmp_unregister(tmp);
-    free(tmp);
+    rd_h5_atomic out;
+    if (rd_h5_atomic_create(out_path, &out, st) == RD_OK) write_all(&S, out.h, t_series, t_month, t_value, T, st);
+    rd_h5_atomic_finish(&out, st);
   }
   if (st->code == RD_OK && log) {
     int64_t ex = 0, pa = 0;

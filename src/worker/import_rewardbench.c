@@ -636,14 +636,9 @@ static int merge_and_write(rb_state *S, const char *out_path, const char *group,
   }
 
   {
-    char *tmp = rd_tmp_path(out_path);
-    hid_t h = H5I_INVALID_HID;
-    if (!tmp) {
-      rc = rd_fail(st, RD_EFAIL, "out of memory");
-      goto done;
-    }
-    rd_tmp_register(tmp);
-    rc = rd_h5_create(tmp, &h, st);
+    rd_h5_atomic out;
+    rc = rd_h5_atomic_create(out_path, &out, st);
+    hid_t h = out.h;
     for (int m = 0; m < M; m++) names[m] = S->models[m].name;
     if (rc == RD_OK) rc = rd_h5_write_strings(h, DS("model_names"), M, names, st);
     if (S->mode == 1) {
@@ -675,12 +670,7 @@ static int merge_and_write(rb_state *S, const char *out_path, const char *group,
         rc = rd_h5_write_chunked(h, DS("subset_accuracy"), 2, d2, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, acc, st);
     }
     if (rc == RD_OK) rc = rd_h5_write_attr_string(h, group, "source", S->v2 ? "rewardbench2" : "rewardbench", st);
-    if (h >= 0 && H5Fclose(h) < 0 && rc == RD_OK) rc = rd_fail(st, RD_EFAIL, "%s: cannot close", tmp);
-    if (rc == RD_OK && rename(tmp, out_path) != 0)
-      rc = rd_fail(st, RD_EFAIL, "cannot rename %s to %s: %s", tmp, out_path, strerror(errno));
-    if (rc != RD_OK) unlink(tmp);
-    rd_tmp_unregister(tmp);
-    free(tmp);
+    rc = rd_h5_atomic_finish(&out, st);
   }
   if (rc == RD_OK && log) {
     if (S->mode == 1)
