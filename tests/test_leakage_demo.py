@@ -1,5 +1,5 @@
-"""The leakage demo: scripts/make_demo_leakage.sh (awk + rmdiag's own importer, no Python) writes the same
-synthetic files as the ones shipped in jobs/data/, imports them, and jobs/demo_leakage.json runs on 2 ranks
+"""The leakage demo: scripts/make_demo_leakage.sh (awk + rmdiag's own importer, no Python) writes its
+synthetic files into jobs/data/ identically on every run (checked by running it in two directories), imports them, and jobs/demo_leakage.json runs on 2 ranks
 with the expected picture: the "recaller" model leaks (high within, selectivity far above 1), the
 "guesser" does not, only the recaller declines the fictional series, and the recaller ranks every pair."""
 import filecmp
@@ -10,18 +10,25 @@ import subprocess
 from rdtest import *
 
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-d = scratch("leak_demo")
-os.makedirs(os.path.join(d, "scripts"))
-os.makedirs(os.path.join(d, "jobs"))
-shutil.copy(os.path.join(root, "scripts", "make_demo_leakage.sh"), os.path.join(d, "scripts"))
-shutil.copy(os.path.join(root, "jobs", "demo_leakage.json"), os.path.join(d, "jobs"))
-p = subprocess.run(["bash", os.path.join(d, "scripts", "make_demo_leakage.sh")], capture_output=True, text=True,
-                   env=dict(os.environ, RMDIAG=RMDIAG))
-check(p.returncode == 0, f"make_demo_leakage.sh ({p.stderr[-400:]})")
+def make(name):
+    d = scratch(name)
+    os.makedirs(os.path.join(d, "scripts"))
+    os.makedirs(os.path.join(d, "jobs"))
+    shutil.copy(os.path.join(root, "scripts", "make_demo_leakage.sh"), os.path.join(d, "scripts"))
+    shutil.copy(os.path.join(root, "jobs", "demo_leakage.json"), os.path.join(d, "jobs"))
+    p = subprocess.run(["bash", os.path.join(d, "scripts", "make_demo_leakage.sh")], capture_output=True, text=True,
+                       env=dict(os.environ, RMDIAG=RMDIAG))
+    check(p.returncode == 0, f"make_demo_leakage.sh in {name} ({p.stderr[-400:]})")
+    return d
+
+
+d = make("leak_demo")
+d2 = make("leak_demo_again")
 for f in ("demo_leak_alpha.csv", "demo_leak_beta.csv", "demo_leak_gamma.csv", "demo_leak_panel.jsonl",
           "demo_leak_rank.jsonl"):
-    check(filecmp.cmp(os.path.join(d, "jobs", "data", f), os.path.join(root, "jobs", "data", f), shallow=False),
-          f"{f}: the script writes the shipped file")
+    a, b = os.path.join(d, "jobs", "data", f), os.path.join(d2, "jobs", "data", f)
+    check(os.path.getsize(a) > 0, f"{f}: written and not empty")
+    check(filecmp.cmp(a, b, shallow=False), f"{f}: the script writes the same bytes every time")
 code, out, err = run(["run", os.path.join(d, "jobs", "demo_leakage.json"), "--force"], ranks=2)
 check(code == 0, f"demo job ({err})")
 rep = load_report(os.path.join(d, "out", "demo", "demo-leakage.json"))
