@@ -160,18 +160,25 @@ static int add_item(rb_state *S, rb_model *m, const char *subset, const char *id
   return RD_OK;
 }
 
+/* The subset and id every item carries; the id as text in idb. */
+static int item_key(rb_state *S, const char *loc, const cJSON *subset, const cJSON *id, char *idb, size_t cap) {
+  if (!cJSON_IsString(subset) || !subset->valuestring[0])
+    return rd_fail(S->st, RD_EINPUT, "%s: key \"subset\": expected a subset name (string), got %s", loc,
+                   type_name(subset));
+  if (!id_text(id, idb, cap))
+    return rd_fail(S->st, RD_EINPUT, "%s: key \"id\": expected an item id (a string of at most 4095 bytes, or an "
+                   "integer), got %s", loc, type_name(id));
+  return RD_OK;
+}
+
 /* One v1 item: scores_chosen / scores_rejected (numbers or one-element lists), or `results` only
  * (a credit given directly, as custom classifiers and generative judges write). */
 static int v1_item(rb_state *S, rb_model *m, const cJSON *subset, const cJSON *id, const cJSON *sc, const cJSON *sr,
                    const cJSON *res, int32_t file, int64_t pos) {
   char loc[1200], idb[4096];
   where(S, file, pos, loc, sizeof loc);
-  if (!cJSON_IsString(subset) || !subset->valuestring[0])
-    return rd_fail(S->st, RD_EINPUT, "%s: key \"subset\": expected a subset name (string), got %s", loc,
-                   type_name(subset));
-  if (!id_text(id, idb, sizeof idb))
-    return rd_fail(S->st, RD_EINPUT, "%s: key \"id\": expected an item id (a string of at most 4095 bytes, or an "
-                   "integer), got %s", loc, type_name(id));
+  int krc = item_key(S, loc, subset, id, idb, sizeof idb);
+  if (krc != RD_OK) return krc;
   double v[2] = {0.0, 0.0}, given = NAN;
   int have_c = sc && !cJSON_IsNull(sc), have_r = sr && !cJSON_IsNull(sr);
   if (have_c || have_r) {
@@ -200,12 +207,8 @@ static int v2_item(rb_state *S, rb_model *m, const cJSON *subset, const cJSON *i
                    const cJSON *scores, int32_t file, int64_t pos, double **buf, int64_t *bcap) {
   char loc[1200], idb[4096];
   where(S, file, pos, loc, sizeof loc);
-  if (!cJSON_IsString(subset) || !subset->valuestring[0])
-    return rd_fail(S->st, RD_EINPUT, "%s: key \"subset\": expected a subset name (string), got %s", loc,
-                   type_name(subset));
-  if (!id_text(id, idb, sizeof idb))
-    return rd_fail(S->st, RD_EINPUT, "%s: key \"id\": expected an item id (a string of at most 4095 bytes, or an "
-                   "integer), got %s", loc, type_name(id));
+  int krc = item_key(S, loc, subset, id, idb, sizeof idb);
+  if (krc != RD_OK) return krc;
   if (!rd_json_is_int(nc, 1, 1000000))
     return rd_fail(S->st, RD_EINPUT, "%s: key \"num_correct\": expected a positive integer, got %s", loc,
                    cJSON_IsNumber(nc) && nc->valuedouble == floor(nc->valuedouble) ? "a number out of range" : type_name(nc));
