@@ -341,6 +341,7 @@ static int probe_validate(const rd_ctx *ctx, const rd_job *job, const rd_jobfile
 /* ---- metrics and report ---------------------------------------------------------------------------- */
 
 typedef struct test_metrics {
+  int64_t correct;
   double accuracy, macro_f1, majority;
   int64_t *confusion;  /* [C, C], rows = true class */
 } test_metrics;
@@ -355,6 +356,7 @@ static void metrics(const ptask *p, const int32_t *pred, test_metrics *m) {
     m->confusion[y * C + q]++;
     correct += y == q;
   }
+  m->correct = correct;
   m->accuracy = (double)correct / (double)p->n_te;
   double f1sum = 0.0;
   for (int c = 0; c < C; c++) {
@@ -390,10 +392,14 @@ static cJSON *metrics_json(const ptask *p, const test_metrics *m) {
   return o;
 }
 
-static double val_accuracy(const ptask *p, const int32_t *pred) {
+static int64_t val_correct(const ptask *p, const int32_t *pred) {
   int64_t correct = 0;
   for (int64_t i = 0; i < p->n_va; i++) correct += pred[i] == p->cls[p->va[i]];
-  return (double)correct / (double)p->n_va;
+  return correct;
+}
+
+static double val_accuracy(const ptask *p, const int32_t *pred) {
+  return (double)val_correct(p, pred) / (double)p->n_va;
 }
 
 /* Output group of a model: "/probe" or "/probe/RM". */
@@ -518,14 +524,16 @@ static cJSON *model_report(const probe_run *R, int m, grid_result *res, const in
     cJSON *dr = cJSON_AddObjectToObject(tj, "dropped");
     cJSON_AddNumberToObject(dr, "missing_label", (double)p->dropped_missing);
     cJSON_AddNumberToObject(dr, "label_in_no_class", (double)p->dropped_other);
-    /* validation accuracy per grid entry: mean over seeds (seed order); ties to the first entry */
+    /* validation accuracy per grid entry: mean over seeds, ties to the first entry. The mean is the
+     * correct rows of all seeds over S * n_val, so entries with equal means compare (and print) equal
+     * whatever the order of the seeds' accuracies. */
     cJSON *grid = cJSON_AddArrayToObject(tj, "grid");
     int sel = 0;
-    double best = -1.0;
+    int64_t best = -1;
     for (int g = 0; g < NG; g++) {
-      double sum = 0.0;
-      for (int s = 0; s < S; s++) sum += val_accuracy(p, gr[s * NG + g].val_pred);
-      double mean = sum / S;
+      int64_t total = 0;
+      for (int s = 0; s < S; s++) total += val_correct(p, gr[s * NG + g].val_pred);
+      double mean = (double)total / ((double)S * (double)p->n_va);
       cJSON *e = cJSON_CreateObject();
       cJSON_AddNumberToObject(e, lb ? "l2" : "lr", o->grid[g]);
       rd_json_add(e, "val_accuracy", rd_json_num(mean));
@@ -536,8 +544,8 @@ static cJSON *model_report(const probe_run *R, int m, grid_result *res, const in
         cJSON_AddStringToObject(e, "status", stn[gr[g].status]);
       }
       cJSON_AddItemToArray(grid, e);
-      if (mean > best) {
-        best = mean;
+      if (total > best) {
+        best = total;
         sel = g;
       }
     }
@@ -549,12 +557,14 @@ static cJSON *model_report(const probe_run *R, int m, grid_result *res, const in
     double *accs = malloc(sizeof(double) * (size_t)S);
     const grid_result **per_seed = malloc(sizeof(grid_result *) * (size_t)S);
     if (!accs || !per_seed) abort();
+    int64_t test_total = 0;
     for (int s = 0; s < S; s++) {
       const grid_result *x = &gr[s * NG + sel];
       per_seed[s] = x;
       test_metrics tm;
       metrics(p, x->test_pred, &tm);
       accs[s] = tm.accuracy;
+      test_total += tm.correct;
       if (s == 0) cJSON_AddItemToObject(tj, "test", metrics_json(p, &tm));
       cJSON *e = cJSON_CreateObject();
       if (!lb) cJSON_AddNumberToObject(e, "seed", (double)o->seeds[s]);
@@ -566,6 +576,8 @@ static cJSON *model_report(const probe_run *R, int m, grid_result *res, const in
     cJSON_AddItemToObject(tj, "per_seed", ps);
     double mean, sd;
     rd_mean_sd(accs, (size_t)S, &mean, &sd);
+    /* the mean as one division of counts: equal means are equal numbers (model rankings tie exactly) */
+    mean = (double)test_total / ((double)S * (double)p->n_te);
     rd_json_add(tj, "accuracy_mean", rd_json_num(mean));
     rd_json_add(tj, "accuracy_sd", rd_json_num(sd));
     if (S >= 2) {
