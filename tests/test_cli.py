@@ -44,6 +44,24 @@ else:
           f"explicit --backend cuda without a GPU fails clearly: {code} {err}")
     print("no GPU here: the auto backend fell back to the CPU")
 
+# An import never writes onto one of its inputs (plain or NAME=PATH), into a missing folder or onto a folder:
+# exit 2 naming -o, and the input is left as it was.
+src = os.path.join(d, "rb.json")
+with open(src, "w") as f:
+    f.write('{"id": [1], "subset": ["alpacaeval-easy"], "scores_chosen": [1], "scores_rejected": [0], "model": "A"}')
+before = open(src).read()
+code, _, err = run(["import", "rewardbench", src, "-o", src])
+check(code == 2 and "is also an input" in err and open(src).read() == before, f"import onto its input: {code} {err}")
+code, _, err = run(["import", "numleak", "--truth", "X=" + src, "-o", src])
+check(code == 2 and "is also an input" in err and open(src).read() == before, f"import onto a NAME=PATH input: {code} {err}")
+code, _, err = run(["import", "rewardbench", src, "-o", os.path.join(d, "nowhere", "x.h5")])
+check(code == 2 and "does not exist" in err and not os.path.exists(os.path.join(d, "nowhere")), f"missing folder: {code} {err}")
+os.makedirs(os.path.join(d, "afolder"), exist_ok=True)
+code, _, err = run(["import", "rewardbench", src, "-o", os.path.join(d, "afolder")])
+check(code == 2 and "is a folder" in err and os.listdir(os.path.join(d, "afolder")) == [], f"-o a folder: {code} {err}")
+code, _, err = run(["import", "rewardbench", src, "-o", os.path.join(d, "rb.h5")])
+check(code == 0 and os.path.exists(os.path.join(d, "rb.h5")), f"a plain import still works: {err}")
+
 # Many plain processes started while others end (as a shell loop or a test runner does): none
 # may fail at MPI start-up (isolated singletons once shared one session directory per host).
 import subprocess

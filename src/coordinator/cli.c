@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "rmdiag/comm.h"
 #include "rmdiag/import.h"
@@ -113,6 +114,34 @@ static int cmd_run(rd_ctx *ctx, int argc, char **argv, int validate_only, rd_sta
   return rd_cmd_run(ctx, job, &fl, st);
 }
 
+/* The import's output must be creatable (its folder exists) and must not be one of the files the
+ * command reads (an argument, or the PATH of a NAME=PATH argument): renaming onto it would destroy it. */
+static int check_import_output(const char *fmt, const char *out, char **rest, int nrest, rd_status *st) {
+  char *dir = strdup(out);
+  if (!dir) return rd_fail(st, RD_EFAIL, "out of memory");
+  char *slash = strrchr(dir, '/');
+  const char *folder = slash ? (slash == dir ? "/" : (*slash = '\0', dir)) : ".";
+  struct stat sd, so, si;
+  if (stat(folder, &sd) != 0 || !S_ISDIR(sd.st_mode)) {
+    rd_fail(st, RD_EINPUT, "rmdiag import %s: -o %s: the folder %s does not exist", fmt, out, folder);
+    free(dir);
+    return st->code;
+  }
+  free(dir);
+  if (stat(out, &so) != 0) return RD_OK;
+  if (S_ISDIR(so.st_mode)) return rd_fail(st, RD_EINPUT, "rmdiag import %s: -o %s is a folder, expected a file path", fmt, out);
+  for (int i = 0; i < nrest; i++) {
+    const char *a = rest[i], *eq = strchr(a, '=');
+    for (int pass = 0; pass < 2; pass++) {
+      const char *path = pass ? (eq ? eq + 1 : NULL) : a;
+      if (path && stat(path, &si) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino)
+        return rd_fail(st, RD_EINPUT, "rmdiag import %s: -o %s is also an input (%s); write the output elsewhere", fmt,
+                       out, path);
+    }
+  }
+  return RD_OK;
+}
+
 static int cmd_import(rd_ctx *ctx, int argc, char **argv, rd_status *st) {
   if (argc < 3 || strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0) {
     if (argc < 3) return rd_fail(st, RD_EINPUT, "rmdiag import: missing FORMAT (see rmdiag import --help)");
@@ -152,7 +181,8 @@ static int cmd_import(rd_ctx *ctx, int argc, char **argv, rd_status *st) {
     free(rest);
     return rd_fail(st, RD_EINPUT, "rmdiag import %s: missing -o OUT.h5\n%s", fmt->name, fmt->usage);
   }
-  if (ctx->rank == 0) fmt->run(nrest, rest, out, ctx->err, st);
+  if (ctx->rank == 0 && check_import_output(fmt->name, out, rest, nrest, st) == RD_OK)
+    fmt->run(nrest, rest, out, ctx->err, st);
   free(rest);
   return rd_share_status(ctx, st, 0);
 }
