@@ -248,4 +248,41 @@ for name in ("bom.csv", "bom.jsonl"):
         with h5py.File(o, "r") as f:
             check(np.array_equal(f["probe/t/label"][...], lab) and np.array_equal(f["probe/t/split"][...], spl),
                   f"{name}: labels and splits read")
+
+# a JSONL line is one JSON document: a second object (or junk) after it is an error, not ignored
+with open(os.path.join(d, "two.jsonl"), "w") as f:
+    f.write("".join(json.dumps({"label": int(lab[i]), "split": int(spl[i])}) + ("{\"label\": 1, \"split\": 0}" if i == 2 else "")
+                    + "\n" for i in range(N)))
+bad("jsonl_two_objects", [], ["two.jsonl: line 3", "unexpected text after the end"], labels=os.path.join(d, "two.jsonl"),
+    feature=files["v1"])
+with open(os.path.join(d, "nul.csv"), "wb") as f:
+    f.write(b"label,split\n" + b"".join((b"0\0" if i == 1 else str(lab[i]).encode()) + b"," + str(spl[i]).encode() + b"\n"
+                                        for i in range(N)))
+bad("csv_nul", [], ["nul.csv: row 3, field 1: a NUL byte"], labels=os.path.join(d, "nul.csv"), feature=files["v1"])
+with open(os.path.join(d, "big.csv"), "w") as f:
+    f.write("label,split\n" + "".join(f"{99999999999 if i == 4 else lab[i]},{spl[i]}\n" for i in range(N)))
+bad("label_32_bits", [], ["big.csv: row 6: label 99999999999 does not fit 32 bits"], labels=os.path.join(d, "big.csv"),
+    feature=files["v1"])
+# a model named like a task given without a model would put its tasks inside that task's group
+bad("model_task_clash", ["--task", "x", files["v1"], os.path.join(d, "labels.csv"), "--model", "x", "--task", "X",
+                         files["v1"], os.path.join(d, "labels.csv")],
+    ['--model "x" has the name of a task given without a model'])
+
+# an empty tensor at the same offset as the features: valid whatever the order of the header's keys
+lab6 = os.path.join(d, "labels6.csv")
+with open(lab6, "w") as f:
+    f.write("label,split\n" + "".join(f"{i % 2},{i % 3}\n" for i in range(6)))
+X6 = np.arange(18, dtype="<f4").reshape(6, 3)
+for order in ("E_first", "X_first"):
+    ent = {"E": {"dtype": "F32", "shape": [0, 3], "data_offsets": [0, 0]},
+           "X": {"dtype": "F32", "shape": [6, 3], "data_offsets": [0, 72]}}
+    keys = ["E", "X"] if order == "E_first" else ["X", "E"]
+    hdr = ("{" + ", ".join(f'"{k}": {json.dumps(ent[k])}' for k in keys) + "}").encode()
+    fe = safetensors_raw(os.path.join(d, f"empty_{order}.safetensors"), hdr, X6.tobytes())
+    o = os.path.join(d, f"empty_{order}.h5")
+    code, _, err = run(["import", "features", "--tensor", "X", "--task", "t", fe, lab6, "-o", o])
+    check(code == 0, f"empty tensor, {order}: exit {code} ({err.strip()})")
+    if code == 0:
+        with h5py.File(o, "r") as f:
+            check(np.array_equal(f["probe/t/X"][...], X6), f"empty tensor, {order}: the features read")
 done()

@@ -16,6 +16,7 @@
 
 #include "rmdiag/h5out.h"
 #include "rmdiag/import.h"
+#include "rmdiag/jsonutil.h"
 #include "rmdiag/output.h"
 #include "rmdiag/probe.h"
 
@@ -150,8 +151,9 @@ typedef struct st_entry {
 } st_entry;
 
 static int cmp_entry(const void *a, const void *b) {
-  const st_entry *x = a, *y = b;
-  return (x->begin > y->begin) - (x->begin < y->begin);
+  const st_entry *x = a, *y = b;  /* by (begin, end): empty tensors sort before one at the same offset */
+  if (x->begin != y->begin) return (x->begin > y->begin) - (x->begin < y->begin);
+  return (x->end > y->end) - (x->end < y->end);
 }
 
 static int open_safetensors(feat_file *F, const char *tensor, rd_status *st) {
@@ -396,6 +398,9 @@ static void lab_record(labels *L, const char *lab, const char *spl, const char *
   if (!parse_label(lab, &v)) {
     rd_fail(L->st, RD_EINPUT, "%s: %s %lld: label = \"%s\", expected an integer (empty, NA or null = missing)", L->file,
             what, (long long)L->row, lab);
+  } else if (v > INT32_MAX) {
+    rd_fail(L->st, RD_EINPUT, "%s: %s %lld: label %lld does not fit 32 bits", L->file, what, (long long)L->row,
+            (long long)v);
   } else if (!parse_split(spl, &s)) {
     rd_fail(L->st, RD_EINPUT, "%s: %s %lld: split = \"%s\", expected 0/train, 1/validation or 2/test", L->file, what,
             (long long)L->row, spl);
@@ -408,6 +413,11 @@ static void csv_field_cb(void *data, size_t len, void *ctx) {
   labels *L = ctx;
   if (L->st->code != RD_OK) return;
   const char *s = data ? (const char *)data : "";
+  if (memchr(s, '\0', len)) {
+    rd_fail(L->st, RD_EINPUT, "%s: row %lld, field %d: a NUL byte (expected text)", L->file, (long long)L->row,
+            L->field + 1);
+    return;
+  }
   if (L->row == 1) {
     char **h = realloc(L->header, sizeof(char *) * (size_t)(L->ncols + 1));
     if (!h) return;
@@ -477,8 +487,11 @@ static int read_labels_jsonl(labels *L, FILE *fp) {
     L->row++;
     while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r' || line[len - 1] == ' ')) line[--len] = '\0';
     if (len == 0) continue;
-    cJSON *o = cJSON_ParseWithLength(line, (size_t)len);  /* (cJSON skips a UTF-8 byte order mark) */
-    if (!o || !cJSON_IsObject(o)) {
+    char where[1200];
+    snprintf(where, sizeof where, "%s: line %lld", L->file, (long long)L->row);
+    cJSON *o = rd_json_parse(line, (size_t)len, where, L->st);  /* one whole document per line */
+    if (!o) break;
+    if (!cJSON_IsObject(o)) {
       cJSON_Delete(o);
       rd_fail(L->st, RD_EINPUT, "%s: line %lld is not a JSON object", L->file, (long long)L->row);
       break;
@@ -660,6 +673,13 @@ int rd_import_features(int argc, char **argv, const char *out_path, FILE *log, r
   }
   if (st->code == RD_OK && n == 0)
     rd_fail(st, RD_EINPUT, "rmdiag import features: nothing to import (give --task TASK FEATURES LABELS)");
+  /* GROUP/TASK (no model) and GROUP/RM/... share one namespace: a model named like such a task would put
+   * its tasks inside that task's group */
+  for (int k = 0; k < n && st->code == RD_OK; k++)
+    for (int j = 0; j < n && items[k].model && st->code == RD_OK; j++)
+      if (!items[j].model && items[j].task && strcmp(items[j].task, items[k].model) == 0)
+        rd_fail(st, RD_EINPUT, "rmdiag import features: --model \"%s\" has the name of a task given without a model; "
+                "rename one of them", items[k].model);
   if (st->code == RD_OK && group[0] != '/')
     rd_fail(st, RD_EINPUT, "rmdiag import features: --group must start with '/'");
   if (st->code != RD_OK) {
@@ -690,12 +710,7 @@ int rd_import_features(int argc, char **argv, const char *out_path, FILE *log, r
     if (rc == RD_OK && it->labels) {
       int32_t *lab = malloc(sizeof(int32_t) * (size_t)(L.n ? L.n : 1));
       if (!lab) rc = rd_fail(st, RD_EFAIL, "out of memory");
-      for (int64_t i = 0; lab && i < L.n && rc == RD_OK; i++) {
-        if (L.label[i] > INT32_MAX)
-          rc = rd_fail(st, RD_EINPUT, "%s: row %lld: label %lld does not fit 32 bits", it->labels, (long long)i,
-                       (long long)L.label[i]);
-        else lab[i] = (int32_t)L.label[i];
-      }
+      for (int64_t i = 0; lab && i < L.n; i++) lab[i] = (int32_t)L.label[i];  /* range checked when read */
       snprintf(path, sizeof path, "%s/label", base);
       if (rc == RD_OK) rc = write_1d(h, path, L.n, H5T_STD_I32LE, H5T_NATIVE_INT32, lab, st);
       snprintf(path, sizeof path, "%s/split", base);
