@@ -57,6 +57,22 @@ def empty_class(a):
 case("empty_class", empty_class, expect=["in.h5", 'task "t" (/probe/t): class 1 (raw labels 1) has no training rows'])
 
 
+def maha_degenerate(a):
+    # validation rows m_c +- v with one v for both classes: the centred rows are +-v, so the covariance
+    # has rank 1 and the Ledoit-Wolf shrinkage is exactly 0 (nothing to shrink with)
+    v = (rng.integers(1, 8, D) / 8).astype(np.float32)          # dyadic: m +- v and the class means exact
+    m = (rng.integers(-8, 8, (2, D)) / 4).astype(np.float32)
+    X, lab, sp = a["t"]["X"], a["t"]["label"], a["t"]["split"]
+    sp[200:250] = 2
+    for i, (c, sgn) in enumerate(((0, 1), (0, -1), (1, 1), (1, -1))):
+        X[200 + i], lab[200 + i], sp[200 + i] = m[c] + sgn * v, c, 1
+    del a["u"]
+
+
+case("mahalanobis_degenerate", maha_degenerate, job_extra={"tasks": {"t": TASKS["t"]}, "kmeans": {"distance": "mahalanobis"}},
+     expect=["in.h5: mahalanobis distance", "not positive definite", "Ledoit-Wolf shrinkage is 0", "use distance euclidean"])
+
+
 def d_mismatch(a):
     a["u"]["X"] = rng.normal(size=(N, D + 1)).astype(np.float32)
 

@@ -259,8 +259,12 @@ static int maha_factor(probe_run *R, int m, double *L, double *shrink, rd_status
   dpotrf_(&uplo, &nn, L, &nn, &info);
   if (info != 0)
     return rd_fail(st, RD_EINPUT, "%s: mahalanobis distance: the shrunk covariance of the validation rows%s%s is not "
-                   "positive definite (the rows have no spread around their class means)", R->job->input,
-                   R->o->n_models ? " of model " : "", R->o->n_models ? R->o->models[m] : "");
+                   "positive definite (%s); use distance euclidean or cosine", R->job->input,
+                   R->o->n_models ? " of model " : "", R->o->n_models ? R->o->models[m] : "",
+                   !(mu > 0.0) ? "the rows have no spread around their class means"
+                   : s == 0.0 ? "the Ledoit-Wolf shrinkage is 0, as when every centred row has the same length along "
+                                "one direction, and leaves the singular covariance of these rows as it is"
+                              : "it is singular in floating point");
   for (int64_t j = 0; j < d; j++)
     for (int64_t k = j + 1; k < d; k++) L[j * d + k] = 0.0;
   return RD_OK;
