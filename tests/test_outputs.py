@@ -75,4 +75,22 @@ code, _, err = run(["run", jp4], env={"RMDIAG_PROGRESS_SECONDS": "0.05"})
 check(code == 0 and "[rmdiag] prog: bootstrap" in err and "%" in err, f"progress lines: {err[:300]}")
 code, _, err = run(["run", jp4, "--quiet", "--force"], env={"RMDIAG_PROGRESS_SECONDS": "0.05"})
 check(code == 0 and err == "", f"--quiet prints nothing: {err[:200]}")
+# the same on a chunked input written by the importer (MPI-IO opens it: a plain process must not print
+# Open MPI's complaints about its session directory), for run and validate
+csvp = os.path.join(d, "q.csv")
+with open(csvp, "w") as f:
+    f.write("run,pair,user,reward_chosen,reward_rejected,in_train\n")
+    for r in range(2):
+        for p in range(3):
+            f.write(f"{r},{p},{p % 2},{p + r * 0.5},{p * 0.25},{(p + r) % 2}\n")
+code, _, err = run(["import", "cm-csv", csvp, "-o", os.path.join(d, "q.h5")])
+check(code == 0, f"import ({err})")
+with h5py.File(os.path.join(d, "q.h5"), "r") as f:
+    check(f["cm/reward_chosen"].chunks is not None, "the imported input is chunked")
+jq = write_job(os.path.join(d, "q.json"), [{"name": "q", "kind": "cm", "input": "q.h5", "bootstrap": 10}],
+               output_dir="out_q")
+code, _, err = run(["run", jq, "--quiet"])
+check(code == 0 and err == "", f"--quiet on a chunked input prints nothing: {err[:300]}")
+code, _, err = run(["validate", jq, "--quiet"])
+check(code == 0 and err == "", f"validate --quiet on a chunked input prints nothing: {err[:300]}")
 done()

@@ -10,8 +10,10 @@
  * one, so Open MPI need not start a helper daemon or probe high-speed networks (probing
  * InfiniPath/PSM alone costs 0.2 s). An isolated singleton has no job id of its own, so it also
  * keeps no session directory: every isolated singleton on a host would share one, and one
- * process removing it as another starts makes the second fail. The user's own settings win;
- * other MPIs ignore these. */
+ * process removing it as another starts makes the second fail. Without a session directory the
+ * shared-file-pointer component "sm" (which keeps its file there) cannot open, and says so on
+ * stderr whenever MPI-IO opens a file; HDF5 never uses shared file pointers, so it is left out.
+ * The user's own settings win; other MPIs ignore these. */
 static void singleton_defaults(void) {
   static const char *const launcher_vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", NULL};
   for (const char *const *v = launcher_vars; *v; v++)
@@ -19,6 +21,7 @@ static void singleton_defaults(void) {
   setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
   setenv("OMPI_MCA_pml", "ob1", 0);
   setenv("OMPI_MCA_orte_create_session_dirs", "0", 0);
+  setenv("OMPI_MCA_sharedfp", "^sm", 0);
 }
 
 /* One BLAS thread per rank: rmdiag's parallelism is its ranks, and BLAS results may depend on the
