@@ -229,6 +229,11 @@ static void test_jobfile(void) {
       {"{\"output_dir\": \"o\",\n \"jobs\": [}", "malformed JSON at line 2"},
       {"{\"output_dir\": \"o\", \"jobs\": [{\"name\": \"a\", \"kind\": \"cm\", \"input\": \"x\"}]} trailing",
        "unexpected text after the end"},
+      /* an escaped NUL would cut the key to "bootstrap" (and a name or path short) */
+      {"{\"output_dir\": \"o\", \"jobs\": [{\"name\": \"a\", \"kind\": \"cm\", \"input\": \"x\",\n"
+       "\"bootstrap\\u0000zzz\": 5}]}", "line 2, column 11: a \\u0000 escape (NUL)"},
+      {"{\"output_dir\": \"o\", \"jobs\": [{\"name\": \"b\\u0000/../x\", \"kind\": \"cm\", \"input\": \"x\"}]}",
+       "a \\u0000 escape (NUL)"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     int rc = parse_text(bad[i].text, &st);

@@ -182,11 +182,40 @@ int rd_opt_string(const cJSON *obj, const char *key, const char *def, const char
   return RD_OK;
 }
 
+/* Line and column (from 1) of byte offset off. */
+static void line_col(const char *text, size_t off, int *line, int *col) {
+  *line = 1;
+  *col = 1;
+  for (size_t i = 0; i < off; i++) {
+    if (text[i] == '\n') {
+      ++*line;
+      *col = 1;
+    } else {
+      ++*col;
+    }
+  }
+}
+
 cJSON *rd_json_parse(const char *text, size_t len, const char *file, rd_status *st) {
   const char *nul = memchr(text, '\0', len);
   if (nul) {
     rd_fail(st, RD_EINPUT, "%s: a NUL byte at offset %zu (expected a text JSON document)", file, (size_t)(nul - text));
     return NULL;
+  }
+  /* cJSON keeps strings NUL-terminated, so an escaped NUL (\u0000) would silently cut a key or value */
+  for (size_t i = 0, in_str = 0; i < len; i++) {
+    if (text[i] == '"') {
+      in_str = !in_str;
+    } else if (in_str && text[i] == '\\' && i + 1 < len) {
+      if (text[i + 1] == 'u' && i + 6 <= len && memcmp(text + i + 2, "0000", 4) == 0) {
+        int line, col;
+        line_col(text, i, &line, &col);
+        rd_fail(st, RD_EINPUT, "%s: line %d, column %d: a \\u0000 escape (NUL) in a string; expected text without "
+                "NUL characters", file, line, col);
+        return NULL;
+      }
+      i++;  /* the escaped character, whatever it is, does not end the string */
+    }
   }
   const char *end = NULL;
   cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
@@ -202,15 +231,8 @@ cJSON *rd_json_parse(const char *text, size_t len, const char *file, rd_status *
     off = end ? (size_t)(end - text) : 0;
     if (off > len) off = len;
   }
-  int line = 1, col = 1;
-  for (size_t i = 0; i < off; i++) {
-    if (text[i] == '\n') {
-      line++;
-      col = 1;
-    } else {
-      col++;
-    }
-  }
+  int line, col;
+  line_col(text, off, &line, &col);
   rd_fail(st, RD_EINPUT, "%s: malformed JSON at line %d, column %d (%s)", file, line, col,
           trailing ? "unexpected text after the end of the document" : "expected a valid JSON value here");
   return NULL;
