@@ -133,6 +133,24 @@ case("not_hdf5", make_input=False, expect=["in.h5: not an HDF5 file"])
 case("repeated_covariate", job_extra={"strata": [{"covariate": "len", "bins": 2}, {"covariate": "len", "categorical": True}]},
      make_input=False, expect=['strata[1]: covariate "len" is already stratified by strata[0]'])
 
+# integer categories that float64 cannot tell apart (2^53 and 2^53 + 1) are an error, not merged
+for name, dt, vals in (("big_category", np.int64, (2**53, 2**53 + 1, 2**62 + 1)),
+                       ("big_category_u64", np.uint64, (2**53, 2**64 - 1, 3))):
+    cd = os.path.join(d, name)
+    os.makedirs(cd, exist_ok=True)
+    cov = np.zeros(P, dt)
+    cov[40:43] = np.array(vals, dt)
+    write_cm(os.path.join(cd, "in.h5"), base["rc"], base["rr"], base["flags"], base["user"], covariates={"mid": cov})
+    case(name, job_extra={"strata": [{"covariate": "mid", "categorical": True}]}, make_input=False, ranks=(0, 2),
+         expect=[f"/cm/covariates/mid[41] = {vals[1]}",
+                 "within +-2^53"])
+# the same values binned by quantile are fine (bins compare values, float64 is enough)
+cd = os.path.join(d, "big_category")
+jp = write_job(os.path.join(cd, "bins.json"), [{"name": "ok", "kind": "cm", "input": "in.h5", "bootstrap": 0,
+                                                 "strata": [{"covariate": "mid", "bins": 2}]}], output_dir="out_bins")
+code, _, err = run(["run", jp])
+check(code == 0, f"quantile bins of large integers run ({err.strip()})")
+
 # Several jobs: a bad input in a later job is found before any job writes anything.
 cd = os.path.join(d, "multi_job")
 os.makedirs(cd, exist_ok=True)

@@ -784,6 +784,31 @@ static void input_free(cm_input *in, int n_strata) {
   in->f = H5I_INVALID_HID;
 }
 
+/* Categories are grouped by their float64 value: integer categories beyond 2^53 (which float64 cannot
+ * tell apart) are an error naming the first one, rather than merged. */
+static int categories_exact(hid_t f, const char *file, const rd_dsinfo *info, int64_t P, rd_status *st) {
+  uint64_t *w = rd_malloc(sizeof(uint64_t) * (size_t)(P ? P : 1), st, "covariate");
+  if (!w || rd_h5_read_int_words(f, file, info, 0, P, w, st) != RD_OK) {
+    free(w);
+    return st->code;
+  }
+  const uint64_t lim = (uint64_t)1 << 53;
+  for (int64_t i = 0; i < P; i++) {
+    int over = info->is_signed ? ((int64_t)w[i] > (int64_t)lim || (int64_t)w[i] < -(int64_t)lim) : w[i] > lim;
+    if (over) {
+      if (info->is_signed)
+        rd_fail(st, RD_EINPUT, "%s: %s[%lld] = %lld: a categorical covariate's integer values must be within "
+                "+-2^53 (they are compared as float64)", file, info->path, (long long)i, (long long)(int64_t)w[i]);
+      else
+        rd_fail(st, RD_EINPUT, "%s: %s[%lld] = %llu: a categorical covariate's integer values must be within "
+                "+-2^53 (they are compared as float64)", file, info->path, (long long)i, (unsigned long long)w[i]);
+      break;
+    }
+  }
+  free(w);
+  return st->code;
+}
+
 /* Phases 1-2 (collective): rank 0 checks the layout and reads users and covariates; every rank
  * maps or reads its rows; values, then the user split, are checked, each phase ending agreed. */
 static int cm_load(const rd_ctx *ctx, const rd_job *job, cm_input *in, rd_status *st) {
@@ -803,6 +828,8 @@ static int cm_load(const rd_ctx *ctx, const rd_job *job, cm_input *in, rd_status
         for (int i = 0; i < o->n_strata && st->code == RD_OK; i++) {
           in->covs[i] = rd_malloc(sizeof(double) * (size_t)L->P, st, "covariate");
           if (in->covs[i]) rd_h5_read_numeric(f, job->input, &L->cov[i], in->covs[i], st);
+          if (st->code == RD_OK && o->strata[i].bins == 0 && L->cov[i].tclass == RD_TC_INT)
+            categories_exact(f, job->input, &L->cov[i], L->P, st);
         }
       }
       rd_h5_close(f);
