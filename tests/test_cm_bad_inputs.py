@@ -151,6 +151,30 @@ jp = write_job(os.path.join(cd, "bins.json"), [{"name": "ok", "kind": "cm", "inp
 code, _, err = run(["run", jp])
 check(code == 0, f"quantile bins of large integers run ({err.strip()})")
 
+# A corrupt compressed chunk (rows 6000..6999 of reward_chosen): the error names the first block of
+# rows that cannot be read, the same for any rank count; a bad value before it still comes first.
+for name, nan_at in (("corrupt_chunk", None), ("corrupt_chunk_after_nan", (100, 0))):
+    cd = os.path.join(d, name)
+    os.makedirs(cd, exist_ok=True)
+    Pc = 9000
+    rc = base["rc"][:Pc].copy()
+    if nan_at:
+        rc[nan_at] = np.nan
+    path = os.path.join(cd, "in.h5")
+    with h5py.File(path, "w") as f:
+        f.create_dataset("cm/reward_chosen", data=rc, chunks=(1000, R), compression="gzip")
+        f.create_dataset("cm/reward_rejected", data=base["rr"][:Pc], chunks=(1000, R), compression="gzip")
+        f["cm/in_train"] = base["flags"][:Pc]
+        f["cm/user"] = base["user"][:Pc]
+        info = f["cm/reward_chosen"].id.get_chunk_info_by_coord((6000, 0))
+    with open(path, "r+b") as f:
+        f.seek(info.byte_offset)
+        f.write(bytes(range(256)) * (info.size // 256) + bytes(info.size % 256))
+    msgs = case(name, make_input=False, ranks=(0, 3, 4) if nan_at is None else (0, 4),
+                expect=(["in.h5: /cm/reward_chosen[100, 0] = nan"] if nan_at else
+                        ["in.h5: reading rows 4096..6143 of dataset /cm/reward_chosen failed"]))
+    check(len(set(msgs)) == 1, f"{name}: the same message for every rank count: {msgs}")
+
 # Several jobs: a bad input in a later job is found before any job writes anything.
 cd = os.path.join(d, "multi_job")
 os.makedirs(cd, exist_ok=True)

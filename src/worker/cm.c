@@ -352,9 +352,42 @@ static void layout_offsets(hid_t f, cm_layout *L) {
 
 /* Rows [lo, lo + n) of dataset `which`: mapped from the file when the coordinator found it
  * mappable, else read with HDF5 (f open on every rank) into a new buffer. */
-static const void *rows_get(hid_t f, const rd_job *job, const cm_layout *L, int which, int64_t lo, int64_t n,
-                            cm_rows *w, rd_status *st) {
+/* Rows [lo, lo + n) of dataset `which` (0 rewards chosen, 1 rejected, 2 in_train) into out, in one
+ * read. When that fails, the rows are read again in the global CM_BLOCK blocks (a rank's rows are
+ * whole blocks) to find the first block that fails: its error is keyed by the block's first element,
+ * so the error reported is the same for any rank count, and *good counts the rows before it, whose
+ * values are still checked (an earlier bad value outranks the failed block). */
+static int read_rows(hid_t f, const rd_job *job, const cm_layout *L, int which, int64_t lo, int64_t n, void *out,
+                     int64_t *good, rd_status *st) {
+  const rd_dsinfo *ds = which == 2 ? &L->flag : which ? &L->rr : &L->rc;
   size_t es = which == 2 ? 1 : (L->ftype == RD_F32 ? sizeof(float) : sizeof(double));
+  rd_status one;
+  *good = n;
+  for (int pass = 0; pass < 2; pass++) {
+    for (int64_t b = lo; b < lo + n; b += pass ? CM_BLOCK : n) {
+      int64_t m = pass ? (lo + n - b < CM_BLOCK ? lo + n - b : CM_BLOCK) : n;
+      void *dst = (char *)out + (size_t)((b - lo) * L->R) * es;
+      rd_status_init(&one);
+      int rc = which == 2 ? rd_h5_read_flag_rows(f, job->input, ds, b, m, dst, &one)
+                          : rd_h5_read_float_rows(f, job->input, ds, b, m, L->ftype, dst, &one);
+      if (rc == RD_OK) continue;
+      if (one.key != INT64_MAX) {  /* a flag other than 0/1 (element key): the rows before it were read */
+        *good = b - lo;
+        return rd_fail_at(st, one.code, one.key * 3 + 2, "%s", one.msg);
+      }
+      if (!pass) break;  /* the whole range failed to read: find the block */
+      *good = b - lo;
+      return rd_fail_at(st, one.code, (b * L->R) * 3 + which, "%s", one.msg);
+    }
+    if (*good == n && one.code == RD_OK) return RD_OK;
+  }
+  return st->code;
+}
+
+static const void *rows_get(hid_t f, const rd_job *job, const cm_layout *L, int which, int64_t lo, int64_t n,
+                            cm_rows *w, int64_t *good, rd_status *st) {
+  size_t es = which == 2 ? 1 : (L->ftype == RD_F32 ? sizeof(float) : sizeof(double));
+  *good = n;
   if (L->offset[which] >= 0) {
     const void *p = rd_map_rows(job->input, L->offset[which], (int64_t)es * L->R, lo, n, &w->map[which]);
     if (!p) rd_fail(st, RD_EFAIL, "%s: cannot map rows %lld..%lld of %s", job->input, (long long)lo,
@@ -363,23 +396,23 @@ static const void *rows_get(hid_t f, const rd_job *job, const cm_layout *L, int 
   }
   w->own[which] = rd_malloc_big((size_t)(n * L->R) * es, st, "rows");
   if (!w->own[which]) return NULL;
-  if (which < 2 &&
-      rd_h5_read_float_rows(f, job->input, which ? &L->rr : &L->rc, lo, n, L->ftype, w->own[which], st) != RD_OK)
-    return NULL;
+  read_rows(f, job, L, which, lo, n, w->own[which], good, st);
   return w->own[which];
 }
 
 static int rows_read(const rd_ctx *ctx, hid_t f, const rd_job *job, const cm_layout *L, cm_rows *w, rd_status *st) {
   (void)ctx;
-  int64_t n = w->hi - w->lo, R = L->R;
+  int64_t n = w->hi - w->lo, R = L->R, good[3];
   int f32 = L->ftype == RD_F32;
   if (n == 0) return RD_OK;
-  if (!(w->rc = rows_get(f, job, L, 0, w->lo, n, w, st))) return st->code;
-  if (!(w->rr = rows_get(f, job, L, 1, w->lo, n, w, st))) return st->code;
+  /* a read that fails leaves an error keyed by its failing block; the values before it are checked
+   * all the same (rd_fail_at keeps the lowest key). Other failures (memory, mapping) end here. */
+  if (!(w->rc = rows_get(f, job, L, 0, w->lo, n, w, &good[0], st))) return st->code;
+  if (!(w->rr = rows_get(f, job, L, 1, w->lo, n, w, &good[1], st))) return st->code;
   /* in_train: mapped when stored as uint8 (then scanned for values other than 0/1), else read
    * and checked while widening. Bad values get keys (element * 3 + 2), after which the reward
    * checks keep whichever bad element comes first (rewards before flags within an element). */
-  const uint8_t *fl = rows_get(f, job, L, 2, w->lo, n, w, st);
+  const uint8_t *fl = rows_get(f, job, L, 2, w->lo, n, w, &good[2], st);
   if (!fl) return st->code;
   if (L->offset[2] >= 0) {
     int64_t i = rd_first_above_u8(fl, n * R, 1);
@@ -388,15 +421,12 @@ static int rows_read(const rd_ctx *ctx, hid_t f, const rd_job *job, const cm_lay
       rd_fail_at(st, RD_EINPUT, (p * R + r) * 3 + 2, "%s: %s[%lld, %lld] = %u, expected 0 or 1", job->input,
                  L->flag.path, (long long)p, (long long)r, fl[i]);
     }
-  } else if (rd_h5_read_flag_rows(f, job->input, &L->flag, w->lo, n, w->own[2], st) != RD_OK) {
-    if (st->key == INT64_MAX) return st->code;
-    st->key = st->key * 3 + 2;
   }
   w->flag = fl;
   for (int which = 0; which < 2; which++) {
     const rd_dsinfo *ds = which ? &L->rr : &L->rc;
     const void *buf = which ? w->rr : w->rc;
-    int64_t i = f32 ? rd_first_nonfinite_f32(buf, n * R) : rd_first_nonfinite_f64(buf, n * R);
+    int64_t i = f32 ? rd_first_nonfinite_f32(buf, good[which] * R) : rd_first_nonfinite_f64(buf, good[which] * R);
     if (i >= 0) {
       double v = f32 ? (double)((const float *)buf)[i] : ((const double *)buf)[i];
       int64_t p = w->lo + i / R, r = i % R;
