@@ -118,6 +118,28 @@ case("nonfinite_score", ["/bench/scores[3, 5000] = inf (model 3 \"m3\", item 250
                          "expected a finite score"], nan_scores, ranks=(0, 2, 3, 4))
 
 
+def corrupt_scores(nan_model):
+    """/bench/scores chunked one model per chunk, model 3's chunk corrupted (and a NaN in an earlier model)."""
+    def raw(path):
+        sc = sc0.copy()
+        if nan_model is not None:
+            sc[nan_model, 7] = np.nan
+        write_bench(path, MODELS, SUBS, isub0, off0, nc0, sc)
+        with h5py.File(path, "r+") as f:
+            del f["bench/scores"]
+            f.create_dataset("bench/scores", data=sc, chunks=(1, sc.shape[1]), compression="gzip")
+            info = f["bench/scores"].id.get_chunk_info_by_coord((3, 0))
+        with open(path, "r+b") as f:
+            f.seek(info.byte_offset)
+            f.write(bytes(range(256)) * (info.size // 256) + bytes(info.size % 256))
+    return raw
+
+
+# a row that cannot be read: the first such model is named, for any rank count; a bad value before it wins
+case("corrupt_row", ["reading rows 3..3 of dataset /bench/scores failed"], raw=corrupt_scores(None), ranks=(0, 2, 4))
+case("corrupt_row_after_nan", ["/bench/scores[1, 7] = nan"], raw=corrupt_scores(1), ranks=(0, 4))
+
+
 def nan_one(a):
     a["sc"][0, 5999] = np.nan
 

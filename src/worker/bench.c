@@ -801,11 +801,15 @@ static void rows_free(bench_rows *w) {
   }
 }
 
-/* Maps (contiguous datasets) or reads rows [m0, m1) of a [M, cols] dataset. */
+/* Maps (contiguous datasets) or reads rows [m0, m1) of a [M, cols] dataset. When the read fails, the
+ * rows are read one by one to find the first model whose row cannot be read: the error is keyed by
+ * that row's first element (key_base + m * cols), so it is the same for any rank count, and *good
+ * is the number of rows before it (still checked: an earlier bad value outranks it). */
 static const void *rows_get(hid_t *f, const rd_job *job, const rd_dsinfo *ds, int64_t off, rd_ftype ft, int64_t m0,
-                            int64_t n, void **own, rd_h5_map *map, rd_status *st) {
+                            int64_t n, void **own, rd_h5_map *map, int64_t key_base, int64_t *good, rd_status *st) {
   size_t es = ft == RD_F32 ? 4 : 8;
   int64_t cols = ds->dims[1];
+  *good = n;
   if (off >= 0) {
     const void *p = rd_map_rows(job->input, off, cols * (int64_t)es, m0, n, map);
     if (p) return p;
@@ -813,7 +817,18 @@ static const void *rows_get(hid_t *f, const rd_job *job, const rd_dsinfo *ds, in
   if (*f < 0 && rd_h5_open(job->input, MPI_COMM_NULL, f, st) != RD_OK) return NULL;
   *own = rd_malloc_big(es * (size_t)(n * cols) + 1, st, "score rows");
   if (!*own) return NULL;
-  if (rd_h5_read_float_rows(*f, job->input, ds, m0, n, ft, *own, st) != RD_OK) return NULL;
+  rd_status one;
+  rd_status_init(&one);
+  if (rd_h5_read_float_rows(*f, job->input, ds, m0, n, ft, *own, &one) == RD_OK) return *own;
+  for (int64_t m = m0; m < m0 + n; m++) {
+    rd_status_init(&one);
+    if (rd_h5_read_float_rows(*f, job->input, ds, m, 1, ft, (char *)*own + (size_t)((m - m0) * cols) * es, &one) !=
+        RD_OK) {
+      *good = m - m0;
+      rd_fail_at(st, one.code, key_base + m * cols, "%s", one.msg);
+      return *own;
+    }
+  }
   return *own;
 }
 
@@ -835,12 +850,15 @@ static int rows_read(const bench_plan *p, const rd_job *job, bench_rows *w, rd_s
   hid_t f = H5I_INVALID_HID;
   int64_t n = w->m1 - w->m0;
   if (n <= 0) return RD_OK;
-  w->scores = rows_get(&f, job, &d->scores_ds, d->scores_off, (rd_ftype)d->ftype, w->m0, n, &w->own[0], &w->map[0], st);
+  int64_t good[2] = {0, 0};
+  w->scores = rows_get(&f, job, &d->scores_ds, d->scores_off, (rd_ftype)d->ftype, w->m0, n, &w->own[0], &w->map[0], 0,
+                       &good[0], st);
   if (w->scores && d->has_given)
-    w->given = rows_get(&f, job, &d->given_ds, d->given_off, RD_F64, w->m0, n, &w->own[1], &w->map[1], st);
+    w->given = rows_get(&f, job, &d->given_ds, d->given_off, RD_F64, w->m0, n, &w->own[1], &w->map[1], d->M * d->C,
+                        &good[1], st);
   if (f >= 0) rd_h5_close(f);
-  if (st->code != RD_OK) return st->code;
-  for (int64_t m = w->m0; m < w->m1; m++) {
+  if (!w->scores || (d->has_given && !w->given)) return st->code;  /* memory, opening or mapping failed */
+  for (int64_t m = w->m0; m < w->m0 + good[0]; m++) {
     int64_t i0 = w->lo - m * d->I, i1 = w->hi - m * d->I;
     i0 = i0 < 0 ? 0 : i0;
     i1 = i1 > d->I ? d->I : i1;
@@ -858,8 +876,8 @@ static int rows_read(const bench_plan *p, const rd_job *job, bench_rows *w, rd_s
                         (long long)(c - p->item_offset[i]));
     }
   }
-  if (!w->given) return RD_OK;
-  for (int64_t m = w->m0; m < w->m1; m++) {
+  if (!w->given) return st->code;
+  for (int64_t m = w->m0; m < w->m0 + good[1]; m++) {
     int64_t i0 = w->lo - m * d->I, i1 = w->hi - m * d->I;
     i0 = i0 < 0 ? 0 : i0;
     i1 = i1 > d->I ? d->I : i1;
@@ -876,7 +894,7 @@ static int rows_read(const bench_plan *p, const rd_job *job, bench_rows *w, rd_s
                           bench_model_name(p, m), (long long)i, why);
     }
   }
-  return RD_OK;
+  return st->code;  /* a row that could not be read, if any */
 }
 
 /* Credits of the rank's range with the backend kernel (grouping whole rows into one call); the
