@@ -220,4 +220,18 @@ for rule, a, b in (("strict", 0.5, 0.0), ("tie-credit", (2 / 3 + 1) / 2, 0.25)):
     close(m["score"], (s1 + s2) / 2, f"custom {rule} score = mean of the sections present")
     check(res["missing_subsets"] == ["c"] and res["item_rule"] == rule and res["scheme"] == "custom",
           f"custom {rule} header")
+# Ties with scores near the float64 limits: the tied prompt's spread overflows to +inf and its gap to
+# -inf; numpy's -inf / inf is NaN, which upstream's nan_to_num makes 0 (not a NaN composite).
+big = 1.7e308
+V2B = [(s, str(k), 1, [1, 0]) for k, s in enumerate(V2_SUBSETS[:5])] + [
+    ("Ties", "tied:0", 2, [big, -big, big]),     # correct [big, -big] (spread inf), incorrect [big] (gap -inf)
+    ("Ties", "ref:0", 1, [1, 0])]                # gap 1, accurate
+isub, off, nc, sc = items_from_lists([(V2_SUBSETS.index(s), k, [v]) for s, _, k, v in V2B])
+write_bench(os.path.join(d, "v2big.h5"), ["big"], V2_SUBSETS, isub, off, nc, sc, item_id=[x[1] for x in V2B])
+res, _ = run_job("v2big", "v2big.h5", scheme="rewardbench-v2", bootstrap=0)
+comp = model(res, "big")["subsets"]["Ties"]["composite"]
+check(comp["margin"] == 0.0, f"-inf / inf in the tanh term counts 0: {comp}")
+close(model(res, "big")["subsets"]["Ties"]["score"], 0.30 * 0 + 0.30 * 1 + 0.20 * 0 + 0.20 * 0 + 0.01 * 0,
+      "Ties = 0.3 (ref accurate only)", rel=1e-15)
+close(model(res, "big")["score"], (5 + 0.3) / 6, "score with the overflowing Ties prompt", rel=1e-15)
 done()

@@ -150,11 +150,12 @@ int64_t bench_scratch_len(const bench_eval *E) {
   return n + 64;
 }
 
-/* The tanh term of one prompt, as RewardBench 2 computes it with numpy: x / 0 is +-inf (tanh
- * +-1) and 0 / 0 is NaN, replaced by 0. */
+/* The tanh term of one prompt, as RewardBench 2 computes it with numpy: tanh(x / spread - 1) in IEEE
+ * arithmetic with a NaN replaced by 0, so x / 0 gives +-1 and 0 / 0 gives 0, and so does +-inf / inf
+ * (gaps and spreads of scores near the float64 limits overflow). */
 static double ties_margin(double x, double spread) {
-  if (spread == 0.0) return x > 0.0 ? 1.0 : x < 0.0 ? -1.0 : 0.0;
-  return tanh(x / spread - 1.0);
+  double r = x / spread;
+  return isnan(r) ? 0.0 : tanh(r - 1.0);
 }
 
 int bench_ties_build(const bench_plan *p, const double *g, bench_ties *t, rd_status *st) {
