@@ -330,4 +330,38 @@ r2c = jsonl("r2c.jsonl", [{"id": "0", "subset": "Math", "num_correct": 2, "score
 imp("v2_no_rejected", "rewardbench2", [r2c], ["r2c.jsonl: line 1", "has 2 scores and num_correct = 2: no rejected"])
 bad = jsonl("bad.jsonl", ['{"id": "0", "subset": "Math", "num_correct": 1, "scores": [1, 0]}', '{"id": "1", "subset"'])
 imp("truncated_line", "rewardbench2", [bad], ["bad.jsonl: line 2, column", "malformed JSON"])
+# names must be UTF-8 text (they go into the report's JSON) of bounded length; empty arrays and a first
+# record row that is not metadata get their own messages
+def raw_lines(name, lines):
+    p = os.path.join(idir, name)
+    with open(p, "wb") as f:
+        f.write(b"\n".join(lines) + b"\n")
+    return p
+
+
+item = b'{"id": 1, "subset": "hep-go", "scores_chosen": 1, "scores_rejected": 0}'
+imp("utf8_model", "rewardbench", [raw_lines("u8m.jsonl", [b'{"_record": "metadata", "model": "m\xff"}', item])],
+    ['u8m.jsonl: key "model": the name is not valid UTF-8 text'])
+imp("utf8_subset", "rewardbench", [raw_lines("u8s.jsonl", [b'{"id": 1, "subset": "hep\xc3", "scores_chosen": 1, '
+                                                           b'"scores_rejected": 0}'])],
+    ['u8s.jsonl: line 1: key "subset": not valid UTF-8 text'])
+imp("long_model", "rewardbench", [jsonl("long.jsonl", v1rows(2), {"_record": "metadata", "model": "m" * 1500})],
+    ['long.jsonl: key "model": a name of 1500 bytes, expected at most 1023'])
+empty = os.path.join(idir, "empty.json")
+with open(empty, "w") as f:
+    json.dump({"id": [], "subset": [], "scores_chosen": [], "scores_rejected": [], "model": "A"}, f)
+imp("empty_arrays", "rewardbench", [empty], ["empty.json: no items (the parallel arrays are empty)"])
+imp("record_first", "rewardbench", [jsonl("rec.jsonl", v1rows(2), {"_record": "summary", "model": "A"})],
+    ['rec.jsonl: line 1: key "_record": expected "metadata"'])
+# a hand-made input with a name that is not UTF-8: the run says so instead of writing a broken report
+cd = os.path.join(d, "utf8_h5")
+os.makedirs(cd, exist_ok=True)
+write_bench(os.path.join(cd, "in.h5"), MODELS, SUBS, isub0, off0, nc0, sc0)
+with h5py.File(os.path.join(cd, "in.h5"), "r+") as f:
+    del f["bench/model_names"]
+    f.create_dataset("bench/model_names", data=np.array([b"m0", b"m1", b"m\xe92", b"m3", b"m4"], dtype="S4"))
+write_job(os.path.join(cd, "job.json"), [{"name": "bad", "kind": "benchmark", "input": "in.h5", "bootstrap": 5}],
+          output_dir="out")
+expect_failure("utf8_h5", ["run", os.path.join(cd, "job.json")],
+               ["/bench/model_names[2] is not valid UTF-8 text (byte 1 = 0xe9)"], out_dir=os.path.join(cd, "out"))
 done()

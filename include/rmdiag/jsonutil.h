@@ -44,6 +44,10 @@ int rd_json_is_int(const cJSON *v, int64_t min, int64_t max);
  * raw item with the shortest exact text (call just before printing a report). */
 void rd_json_exact_numbers(cJSON *item);
 
+/* Offset of the first byte of s[0..n) that does not start a valid UTF-8 character (surrogates and
+ * overlong forms included), or -1 when all of it is valid UTF-8 text. Report strings must be. */
+int64_t rd_utf8_invalid_at(const char *s, size_t n);
+
 /* Parses a whole buffer strictly (no trailing garbage); errors give line and column. */
 cJSON *rd_json_parse(const char *text, size_t len, const char *file, rd_status *st);
 

@@ -5,6 +5,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <utf8proc.h>
+
+int64_t rd_utf8_invalid_at(const char *s, size_t n) {
+  size_t i = 0;
+  while (i < n) {
+    utf8proc_int32_t c;
+    utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(n - i), &c);
+    if (k <= 0) return (int64_t)i;
+    i += (size_t)k;
+  }
+  return -1;
+}
 
 cJSON *rd_json_num(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
 

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "rmdiag/jsonutil.h"
+
 int rd_h5_open(const char *file, MPI_Comm comm, hid_t *out, rd_status *st) {
   *out = H5I_INVALID_HID;
   int readable = access(file, R_OK) == 0, err = errno;
@@ -392,6 +394,13 @@ int rd_h5_read_strings(hid_t f, const char *file, const rd_dsinfo *info, char **
   H5Tclose(ft);
   H5Sclose(space);
   H5Dclose(d);
+  /* names end up in JSON reports and messages: they must be UTF-8 text (ASCII included) */
+  for (int64_t i = 0; rc == RD_OK && i < n; i++) {
+    int64_t at = rd_utf8_invalid_at(out + off[i], (size_t)(off[i + 1] - off[i] - 1));
+    if (at >= 0)
+      rc = rd_fail(st, RD_EINPUT, "%s: %s[%lld] is not valid UTF-8 text (byte %lld = 0x%02x); expected UTF-8 strings",
+                   file, info->path, (long long)i, (long long)at, (unsigned)(unsigned char)out[off[i] + at]);
+  }
   if (rc != RD_OK) {
     free(off);
     free(out);

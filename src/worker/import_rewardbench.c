@@ -168,6 +168,10 @@ static int item_key(rb_state *S, const char *loc, const cJSON *subset, const cJS
   if (!id_text(id, idb, cap))
     return rd_fail(S->st, RD_EINPUT, "%s: key \"id\": expected an item id (a string of at most 4095 bytes, or an "
                    "integer), got %s", loc, type_name(id));
+  if (rd_utf8_invalid_at(subset->valuestring, strlen(subset->valuestring)) >= 0 ||
+      rd_utf8_invalid_at(idb, strlen(idb)) >= 0)
+    return rd_fail(S->st, RD_EINPUT, "%s: key \"%s\": not valid UTF-8 text", loc,
+                   rd_utf8_invalid_at(idb, strlen(idb)) >= 0 ? "id" : "subset");
   return RD_OK;
 }
 
@@ -296,6 +300,23 @@ static void default_name(const char *path, char *out, size_t n) {
   else if (l > 5 && strcmp(out + l - 5, ".json") == 0) out[l - 5] = '\0';
 }
 
+/* The model's name: the "model" value when it is a non-empty string (UTF-8 text of at most cap - 1
+ * bytes), else the file's base name. */
+static int model_name(rb_state *S, const cJSON *mv, int32_t file, char *name, size_t cap) {
+  if (!cJSON_IsString(mv) || !mv->valuestring[0]) {
+    default_name(fname(S, file), name, cap);
+    return RD_OK;
+  }
+  size_t l = strlen(mv->valuestring);
+  if (l >= cap)
+    return rd_fail(S->st, RD_EINPUT, "%s: key \"model\": a name of %zu bytes, expected at most %zu", fname(S, file), l,
+                   cap - 1);
+  if (rd_utf8_invalid_at(mv->valuestring, l) >= 0)
+    return rd_fail(S->st, RD_EINPUT, "%s: key \"model\": the name is not valid UTF-8 text", fname(S, file));
+  memcpy(name, mv->valuestring, l + 1);
+  return RD_OK;
+}
+
 /* An object of parallel arrays (`id`, `subset`, scores..., `model` a scalar), as RewardBench's
  * runners save their per-item results. */
 static int parallel_arrays(rb_state *S, const cJSON *obj, int32_t file) {
@@ -305,6 +326,7 @@ static int parallel_arrays(rb_state *S, const cJSON *obj, int32_t file) {
   const cJSON *col[5] = {NULL, NULL, NULL, NULL, NULL};
   const cJSON *sub = cJSON_GetObjectItemCaseSensitive(obj, "subset");
   int n = cJSON_GetArraySize(sub);
+  if (n == 0) return rd_fail(S->st, RD_EINPUT, "%s: no items (the parallel arrays are empty)", fname(S, file));
   for (int k = 0; names[k]; k++) {
     const cJSON *c = cJSON_GetObjectItemCaseSensitive(obj, names[k]);
     if (!c) continue;
@@ -320,8 +342,7 @@ static int parallel_arrays(rb_state *S, const cJSON *obj, int32_t file) {
                    fname(S, file), col[2] ? "scores" : "num_correct");
   const cJSON *mv = cJSON_GetObjectItemCaseSensitive(obj, "model");
   char name[1024];
-  if (cJSON_IsString(mv) && mv->valuestring[0]) snprintf(name, sizeof name, "%s", mv->valuestring);
-  else default_name(fname(S, file), name, sizeof name);
+  RD_TRY(model_name(S, mv, file, name, sizeof name));
   rb_model *m = model_get(S, name, file);
   if (!m) return rd_fail(S->st, RD_EFAIL, "out of memory");
   double *buf = NULL;
@@ -438,8 +459,7 @@ static int parse_file(rb_state *S, int32_t file) {
     rc = set_mode(S, 2, file);
     const cJSON *mv = cJSON_GetObjectItemCaseSensitive(first, "model");
     char name[1024];
-    if (cJSON_IsString(mv) && mv->valuestring[0]) snprintf(name, sizeof name, "%s", mv->valuestring);
-    else default_name(fname(S, file), name, sizeof name);
+    if (rc == RD_OK) rc = model_name(S, mv, file, name, sizeof name);
     rb_model *m = rc == RD_OK ? model_get(S, name, file) : NULL;
     if (rc == RD_OK && !m) rc = rd_fail(S->st, RD_EFAIL, "out of memory");
     if (rc == RD_OK) rc = accuracy_file(S, first, m, file);
@@ -471,7 +491,7 @@ static int parse_file(rb_state *S, int32_t file) {
       const cJSON *rec = cJSON_GetObjectItemCaseSensitive(rows[0], "_record");
       const cJSON *mv = cJSON_GetObjectItemCaseSensitive(rows[0], "model");
       if (cJSON_IsString(rec) && strcmp(rec->valuestring, "metadata") == 0) r0 = 1;
-      if (cJSON_IsString(mv) && mv->valuestring[0]) snprintf(name, sizeof name, "%s", mv->valuestring);
+      rc = model_name(S, mv, file, name, sizeof name);
     }
     if (rc == RD_OK && r0 >= nr) rc = rd_fail(S->st, RD_EINPUT, "%s: no item rows after the metadata row", fname(S, file));
     if (rc == RD_OK) rc = set_mode(S, 1, file);
@@ -489,8 +509,10 @@ static int parse_file(rb_state *S, int32_t file) {
         break;
       }
       if (cJSON_GetObjectItemCaseSensitive(row, "_record")) {
-        rc = rd_fail(S->st, RD_EINPUT, "%s: a \"_record\" row after the items (a metadata row must come first)",
-                     where(S, file, pos, loc, sizeof loc));
+        rc = k == 0 ? rd_fail(S->st, RD_EINPUT, "%s: key \"_record\": expected \"metadata\" (the only record row, "
+                              "which comes first)", where(S, file, pos, loc, sizeof loc))
+                    : rd_fail(S->st, RD_EINPUT, "%s: a \"_record\" row after the items (a metadata row must come "
+                              "first)", where(S, file, pos, loc, sizeof loc));
         break;
       }
       const cJSON *mv = cJSON_GetObjectItemCaseSensitive(row, "model");
