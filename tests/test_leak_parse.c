@@ -182,6 +182,25 @@ static void rule_months(void) {
   CHECK(!rd_numleak_month("", 0, &m), "empty");
 }
 
+/* Long digit runs: a number is read whole (however many digits), the unit patterns find upstream's
+ * matches (a run not followed by its unit gives nothing, the number after it does), and a sign may
+ * follow a digit. */
+static void rule_long_digits(void) {
+  size_t n = 20000;
+  char *t = malloc(n + 8);
+  CHECK(t != NULL, "memory");
+  if (!t) return;
+  memset(t, '1', n);
+  memcpy(t + n, " 5%", 4);
+  num(t, 5.0, "20,000 digits then ' 5%': the run has no unit, 5% does");
+  memset(t, '0', 600);
+  memcpy(t + 600, "1.5%", 5);
+  num(t, 1.5, "600 leading zeros: the whole number is read");
+  free(t);
+  num("5-3%", -3.0, "a sign right after a digit starts the % match");
+  num("12 3%", 3.0, "the digit run 12 has no unit; 3% does");
+}
+
 int main(int argc, char **argv) {
   static const struct {
     const char *name;
@@ -190,7 +209,7 @@ int main(int argc, char **argv) {
                {"range", rule_range},               {"dashes_nfkc", rule_dashes_nfkc},   {"short_bare", rule_short_bare},
                {"abs_limit", rule_abs_limit},       {"long_bare", rule_long_bare},       {"refusal", rule_refusal},
                {"ranking", rule_ranking},           {"entropy", rule_entropy},           {"months", rule_months},
-               {"caseless_i", rule_caseless_i}};
+               {"caseless_i", rule_caseless_i},     {"long_digits", rule_long_digits}};
   int n = (int)(sizeof rules / sizeof rules[0]), ran = 0;
   for (int i = 0; i < n; i++)
     if (argc < 2 || strcmp(argv[1], rules[i].name) == 0) {

@@ -18,6 +18,11 @@
  * Zs spaces into U+0020, the others are listed for completeness). */
 #define PYS "[\\t\\n\\x{0b}\\f\\r\\x{1c}-\\x{1f} \\x{85}\\x{a0}\\x{1680}\\x{2000}-\\x{200a}\\x{2028}\\x{2029}\\x{202f}\\x{205f}\\x{3000}]"
 #define NUM "[-+]?\\d+(?:\\.\\d+)?"
+/* NUM for the unit patterns, never starting inside a run of digits: when the match from the run's
+ * first digit fails, a match from a later digit of the run would fail the same way (the first digit
+ * can take the same continuation), so the matches are upstream's, found in linear rather than
+ * quadratic time on long digit runs. A sign may still follow a digit ("5-3%" gives -3). */
+#define NUM_U "(?:[-+]|(?<!\\d))\\d+(?:\\.\\d+)?"
 #define MONTHS_ALT "January|February|March|April|May|June|July|August|September|October|November|December"
 
 static int py_space(utf8proc_int32_t c) {
@@ -28,9 +33,9 @@ static int py_space(utf8proc_int32_t c) {
 enum { RX_PCT, RX_PERCENT, RX_BPS, RX_BARE, RX_MONTH_YEAR, RX_ENDORSE, RX_ECHO, RX_REFUSAL, RX_COUNT };
 
 static const char *const rx_source[RX_COUNT] = {
-    [RX_PCT] = "(" NUM ")" PYS "*%",
-    [RX_PERCENT] = "(" NUM ")" PYS "*percent\\b",
-    [RX_BPS] = "(" NUM ")" PYS "*(?:bps|basis" PYS "*points?)\\b",
+    [RX_PCT] = "(" NUM_U ")" PYS "*%",
+    [RX_PERCENT] = "(" NUM_U ")" PYS "*percent\\b",
+    [RX_BPS] = "(" NUM_U ")" PYS "*(?:bps|basis" PYS "*points?)\\b",
     [RX_BARE] = "(?<![A-Za-z])(" NUM ")(?![A-Za-z])",
     [RX_MONTH_YEAR] = "\\b(" MONTHS_ALT ")\\b" PYS "*,?" PYS "*(\\d{4})",
     [RX_ENDORSE] = "(?:my" PYS "+answer" PYS "+is|answer" PYS "*[:\\-]|answer" PYS "+is|i" PYS
@@ -184,9 +189,10 @@ static int digit_value(utf8proc_int32_t c) {
 
 /* The number matched in s[a..b) ([-+]?digits(.digits)?) as a double, as Python's float() reads it. */
 static double match_number(const char *s, size_t a, size_t b) {
-  char buf[512];
+  char *buf = malloc(b - a + 1);  /* one ASCII byte per code point */
+  if (!buf) return NAN;
   size_t w = 0;
-  for (size_t i = a; i < b && w + 1 < sizeof buf;) {
+  for (size_t i = a; i < b;) {
     utf8proc_int32_t c;
     utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(b - i), &c);
     if (k <= 0) break;
@@ -198,7 +204,9 @@ static double match_number(const char *s, size_t a, size_t b) {
     }
   }
   buf[w] = '\0';
-  return strtod(buf, NULL);
+  double v = strtod(buf, NULL);
+  free(buf);
+  return v;
 }
 
 /* ---- numeric parser ---------------------------------------------------------------------------- */
