@@ -345,6 +345,9 @@ imp("utf8_model", "rewardbench", [raw_lines("u8m.jsonl", [b'{"_record": "metadat
 imp("utf8_subset", "rewardbench", [raw_lines("u8s.jsonl", [b'{"id": 1, "subset": "hep\xc3", "scores_chosen": 1, '
                                                            b'"scores_rejected": 0}'])],
     ['u8s.jsonl: line 1: key "subset": not valid UTF-8 text'])
+imp("nul_id", "rewardbench", [raw_lines("nul.jsonl", [item, b'{"id": "1\\u0000x", "subset": "hep-go", '
+                                                   b'"scores_chosen": 1, "scores_rejected": 0}'])],
+    ["nul.jsonl: line 2: a \\u0000 escape (NUL)"])
 imp("long_model", "rewardbench", [jsonl("long.jsonl", v1rows(2), {"_record": "metadata", "model": "m" * 1500})],
     ['long.jsonl: key "model": a name of 1500 bytes, expected at most 1023'])
 empty = os.path.join(idir, "empty.json")

@@ -95,4 +95,59 @@ if os.path.isdir(DATA):
     check(got == want, f"real CPI yoy: {len(got)} months equal the formula ({len(want)}); 2025-10 missing: {202510 not in got}")
 else:
     print("SKIP (part): no NumLeak data for the real CPI check")
+# ---- strictness: truth cells are decimal numbers as float() reads them, whole; messages name the line ----
+one = os.path.join(d, "one.jsonl")
+with open(one, "w") as f:
+    f.write('{"model_name": "m", "factor": "S", "month": "2020-01", "response": "1.0%"}\n')
+
+
+def truth_import(name, text, expect_code, expect=()):
+    path = os.path.join(d, name)
+    with open(path, "w", newline="") as f:
+        f.write(text)
+    o = os.path.join(d, name + ".h5")
+    code, _, err = run(["import", "numleak", "--truth", f"S={path}", "--panel", one, "-o", o])
+    check(code == expect_code, f"{name}: exit {code}, expected {expect_code} ({err.strip()})")
+    for e in expect:
+        check(e in err, f"{name}: message should contain {e!r}: {err.strip()}")
+    if code != 0:
+        check(not os.path.exists(o), f"{name}: nothing written")
+        return None
+    with h5py.File(o) as f:
+        return {int(m): float(v) for m, v in zip(f["leak/truth_month"][...], f["leak/truth_value"][...])}
+
+
+got = truth_import("exp.csv", "month,value\n2020-01,1.5e1\n2020-02,-.5\n2020-03,+2.\n", 0)
+check(got == {202001: 15.0, 202002: -0.5, 202003: 2.0}, f"exponent, leading dot, trailing dot read as float() does: {got}")
+truth_import("hex.csv", "observation_date,X\n2020-01-01,1\n2020-02-01,0x10\n", 2, ['hex.csv: line 3: value "0x10"'])
+truth_import("hexp.csv", "month,value\n2020-01,0x1p3\n", 2, ['line 2: value "0x1p3"'])
+# a 131-character value is refused (not cut to its first characters); a short one padded with spaces is not
+truth_import("long.csv", "month,value\n2020-01," + "0" * 130 + "5\n", 2, ["long.csv: line 2: a value cell of 131 characters"])
+got = truth_import("padded.csv", "month,value\n2020-01," + " " * 300 + "2.5" + " " * 300 + "\n", 0)
+check(got == {202001: 2.5}, f"a padded cell: {got}")
+# blank lines and a quoted newline do not shift the line named in a message
+truth_import("blank.csv", 'month,value,note\n2020-01,1,"two\nlines"\n\n\n2020-02,x,n\n', 2,
+             ['blank.csv: line 6: value "x"'])
+truth_import("nofield.csv", "month,value\n2020-01,1\n2020-02\n", 2, ["nofield.csv: line 3: 1 field, expected at least 2"])
+# French files: lines of any length are read whole
+got = truth_import("ffwide.csv", "preamble\n\n,S\n202001," + " " * 5000 + "1.25\n\n", 0)
+check(got == {202001: 1.25}, f"a French line longer than 4096 bytes: {got}")
+
+# ---- panels: names are UTF-8 text of bounded length, and no string may hide a NUL ----
+def panel_import(name, raw, expect):
+    path = os.path.join(d, name)
+    with open(path, "wb") as f:
+        f.write(raw)
+    o = os.path.join(d, name + ".h5")
+    code, _, err = run(["import", "numleak", "--truth", f"S={paths['noaa.csv']},tavg_f", "--panel", path, "-o", o])
+    check(code == 2 and expect in err and not os.path.exists(o), f"{name}: exit {code}, {expect!r} in {err.strip()}")
+
+
+panel_import("u8.jsonl", b'{"model_name": "m\xff", "factor": "S", "month": "2020-01", "response": "1%"}\n',
+             'u8.jsonl: line 1: model ("model_name") is not valid UTF-8 text')
+panel_import("nul.jsonl", b'{"model_name": "m", "factor": "S", "month": "2020-01", "response": "1%"}\n'
+             b'{"model_name": "m\\u0000x", "factor": "S", "month": "2020-01", "response": "1%"}\n',
+             "nul.jsonl: line 2, column 18: a \\u0000 escape (NUL)")
+panel_import("longname.jsonl", ('{"model_name": "' + "m" * 2000 + '", "factor": "S", "month": "2020-01", '
+                                '"response": "1%"}\n').encode(), "is a name of 2000 bytes, expected at most 1023")
 done()

@@ -48,6 +48,10 @@ void rd_json_exact_numbers(cJSON *item);
  * overlong forms included), or -1 when all of it is valid UTF-8 text. Report strings must be. */
 int64_t rd_utf8_invalid_at(const char *s, size_t n);
 
+/* Offset of the first \u0000 escape inside a JSON string of text[0..len), or -1. cJSON keeps strings
+ * NUL-terminated, so such an escape would silently cut a key or value short: callers refuse it. */
+int64_t rd_json_nul_escape_at(const char *text, size_t len);
+
 /* Parses a whole buffer strictly (no trailing garbage); errors give line and column. */
 cJSON *rd_json_parse(const char *text, size_t len, const char *file, rd_status *st);
 

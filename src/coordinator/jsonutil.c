@@ -194,6 +194,18 @@ int rd_opt_string(const cJSON *obj, const char *key, const char *def, const char
   return RD_OK;
 }
 
+int64_t rd_json_nul_escape_at(const char *text, size_t len) {
+  for (size_t i = 0, in_str = 0; i < len; i++) {
+    if (text[i] == '"') {
+      in_str = !in_str;
+    } else if (in_str && text[i] == '\\' && i + 1 < len) {
+      if (text[i + 1] == 'u' && i + 6 <= len && memcmp(text + i + 2, "0000", 4) == 0) return (int64_t)i;
+      i++;  /* the escaped character, whatever it is, does not end the string */
+    }
+  }
+  return -1;
+}
+
 /* Line and column (from 1) of byte offset off. */
 static void line_col(const char *text, size_t off, int *line, int *col) {
   *line = 1;
@@ -214,20 +226,13 @@ cJSON *rd_json_parse(const char *text, size_t len, const char *file, rd_status *
     rd_fail(st, RD_EINPUT, "%s: a NUL byte at offset %zu (expected a text JSON document)", file, (size_t)(nul - text));
     return NULL;
   }
-  /* cJSON keeps strings NUL-terminated, so an escaped NUL (\u0000) would silently cut a key or value */
-  for (size_t i = 0, in_str = 0; i < len; i++) {
-    if (text[i] == '"') {
-      in_str = !in_str;
-    } else if (in_str && text[i] == '\\' && i + 1 < len) {
-      if (text[i + 1] == 'u' && i + 6 <= len && memcmp(text + i + 2, "0000", 4) == 0) {
-        int line, col;
-        line_col(text, i, &line, &col);
-        rd_fail(st, RD_EINPUT, "%s: line %d, column %d: a \\u0000 escape (NUL) in a string; expected text without "
-                "NUL characters", file, line, col);
-        return NULL;
-      }
-      i++;  /* the escaped character, whatever it is, does not end the string */
-    }
+  int64_t nul_at = rd_json_nul_escape_at(text, len);
+  if (nul_at >= 0) {
+    int line, col;
+    line_col(text, (size_t)nul_at, &line, &col);
+    rd_fail(st, RD_EINPUT, "%s: line %d, column %d: a \\u0000 escape (NUL) in a string; expected text without "
+            "NUL characters", file, line, col);
+    return NULL;
   }
   const char *end = NULL;
   cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);

@@ -18,6 +18,7 @@
 #include "rmdiag/h5out.h"
 #include "rmdiag/idmap.h"
 #include "rmdiag/import.h"
+#include "rmdiag/jsonutil.h"
 #include "rmdiag/leak.h"
 #include "rmdiag/output.h"
 
@@ -604,6 +605,14 @@ static int name_field(nl_state *S, const panel_opts *p, int f, const jrow *r, na
   if (!buf[0])
     return rd_fail(S->st, RD_EINPUT, "%s: line %lld: %s (\"%s\") is empty, expected a name", p->file, (long long)r->line,
                    field_names[f], p->path[f] ? p->path[f] : "--set");
+  const cJSON *v = p->setv[f] ? NULL : json_at(r->obj, p->path[f]);
+  size_t full = p->setv[f] ? strlen(p->setv[f]) : cJSON_IsString(v) ? strlen(v->valuestring) : strlen(buf);
+  if (full >= sizeof buf)
+    return rd_fail(S->st, RD_EINPUT, "%s: line %lld: %s (\"%s\") is a name of %zu bytes, expected at most %zu", p->file,
+                   (long long)r->line, field_names[f], p->path[f] ? p->path[f] : "--set", full, sizeof buf - 1);
+  if (rd_utf8_invalid_at(buf, strlen(buf)) >= 0)
+    return rd_fail(S->st, RD_EINPUT, "%s: line %lld: %s (\"%s\") is not valid UTF-8 text", p->file, (long long)r->line,
+                   field_names[f], p->path[f] ? p->path[f] : "--set");
   int64_t id = name_id(nm, buf);
   if (id < 0 || id > INT32_MAX) return rd_fail(S->st, RD_EFAIL, "out of memory");
   *out = (int32_t)id;
@@ -759,6 +768,13 @@ static int import_panel(nl_state *S, int32_t src) {
     char *fixed = json_tokens_fix(text + a, b - a, &fl);
     if (!fixed) {
       rc = rd_fail(S->st, RD_EFAIL, "out of memory");
+      break;
+    }
+    int64_t nul_at = rd_json_nul_escape_at(text + a, b - a);
+    if (nul_at >= 0) {
+      rc = rd_fail(S->st, RD_EINPUT, "%s: line %lld, column %lld: a \\u0000 escape (NUL) in a string; expected text "
+                   "without NUL characters", p->file, (long long)line, (long long)(nul_at + 1 + (int64_t)(a - ls)));
+      free(fixed);
       break;
     }
     const char *perr = NULL;
@@ -994,8 +1010,30 @@ static int all_digits(const char *s, size_t n) {
 
 /* A truth cell: 1 and *v for a number; 0 for a missing cell (empty, ".", and in French files -99.99 or
  * -999); -1 for anything else (NaN counts as bad unless nan_missing). */
+/* 1 when s is a decimal number as Python's float() reads one ([+-] digits [. digits] [e [+-] digits], at
+ * least one digit), or nan / inf / infinity (any case, signed); strtod alone would also take hexadecimal. */
+static int decimal_text(const char *s) {
+  if (*s == '+' || *s == '-') s++;
+  if (strcasecmp(s, "nan") == 0 || strcasecmp(s, "inf") == 0 || strcasecmp(s, "infinity") == 0) return 1;
+  int digits = 0;
+  while (*s >= '0' && *s <= '9') s++, digits++;
+  if (*s == '.') {
+    s++;
+    while (*s >= '0' && *s <= '9') s++, digits++;
+  }
+  if (!digits) return 0;
+  if (*s == 'e' || *s == 'E') {
+    s++;
+    if (*s == '+' || *s == '-') s++;
+    if (!(*s >= '0' && *s <= '9')) return 0;
+    while (*s >= '0' && *s <= '9') s++;
+  }
+  return *s == '\0';
+}
+
 static int truth_cell(const char *s, int french, int nan_missing, double *v) {
   if (!*s || strcmp(s, ".") == 0) return 0;
+  if (!decimal_text(s)) return -1;
   char *end;
   errno = 0;
   double x = strtod(s, &end);
@@ -1050,8 +1088,7 @@ static int read_french(const char *file, char **lines, int64_t nl, const char *c
     return rd_fail(st, RD_EINPUT, "%s: no header line \",NAME,...\" found (expected a Kenneth French file, a FRED "
                    "file observation_date,VALUE or a month,value file)", file);
   /* the column: named, or the only one */
-  char hdr[4096];
-  snprintf(hdr, sizeof hdr, "%s", lines[h]);
+  char *hdr = lines[h];  /* the lines are the file's own text, split in place: parsed in place too */
   int col = -1, ncols = 0;
   char names_list[1024] = "";
   size_t nlen = 0;
@@ -1074,9 +1111,7 @@ static int read_french(const char *file, char **lines, int64_t nl, const char *c
                    (long long)h + 1, column ? column : series, series, names_list);
   int started = 0;
   for (int64_t i = h + 1; i < nl; i++) {
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", lines[i]);
-    char *s = trim(buf);
+    char *s = trim(lines[i]);
     if (!*s) {
       if (started) break;
       continue;
@@ -1114,7 +1149,7 @@ static int read_french(const char *file, char **lines, int64_t nl, const char *c
 typedef struct hcsv {
   const char *file, *column, *series;
   int nan_missing, col, field, ncols;
-  int64_t record;
+  int64_t record, line, rec_line;  /* records so far; the line being parsed; the line a record starts on */
   char month[64], value[128];
   tseries *out;
   rd_status *st;
@@ -1125,6 +1160,22 @@ static void hcsv_field(void *data, size_t len, void *arg) {
   hcsv *h = arg;
   if (h->st->code != RD_OK) return;
   char buf[256];
+  if (h->field == 0) h->rec_line = h->line;
+  if (h->record > 0 && (h->field == 0 || h->field == h->col) && len >= sizeof h->month) {
+    const char *cell = data ? (const char *)data : "";
+    size_t lead = 0;  /* a long cell may still be a short one padded with spaces */
+    while (lead < len && (cell[lead] == ' ' || cell[lead] == '\t')) lead++;
+    size_t tl = len - lead;
+    while (tl > 0 && (cell[lead + tl - 1] == ' ' || cell[lead + tl - 1] == '\t' || cell[lead + tl - 1] == '\r')) tl--;
+    if (tl >= (h->field == 0 ? sizeof h->month : sizeof h->value)) {
+      rd_fail(h->st, RD_EINPUT, "%s: line %lld: a %s cell of %zu characters, expected %s", h->file,
+              (long long)h->rec_line, h->field == 0 ? "month" : "value", tl,
+              h->field == 0 ? "a month" : "a number of at most 127 characters");
+      return;
+    }
+    data = (void *)(cell + lead);
+    len = tl;
+  }
   size_t n = len < sizeof buf - 1 ? len : sizeof buf - 1;
   memcpy(buf, data, n);
   buf[n] = '\0';
@@ -1157,18 +1208,19 @@ static void hcsv_record(int c, void *arg) {
     /* a blank line */
   } else {
     int32_t m;
+    double v;
+    int cl = 0;
     if (!rd_numleak_month(h->month, 1, &m))
       rd_fail(h->st, RD_EINPUT, "%s: line %lld: month \"%s\", expected YYYY-MM, YYYYMM, \"Month YYYY\" or YYYY-MM-DD",
-              h->file, (long long)h->record, h->month);
-    else {
-      double v;
-      int cl = h->field > h->col ? truth_cell(h->value, 0, h->nan_missing, &v) : 0;
-      if (cl < 0)
-        rd_fail(h->st, RD_EINPUT, "%s: line %lld: value \"%s\", expected a number (an empty cell or \".\" is missing; "
-                "NaN needs --nan-truth missing)", h->file, (long long)h->record, h->value);
-      else if (cl > 0 && ts_push(h->out, m, v) != 0)
-        rd_fail(h->st, RD_EFAIL, "out of memory");
-    }
+              h->file, (long long)h->rec_line, h->month);
+    else if (h->field <= h->col)
+      rd_fail(h->st, RD_EINPUT, "%s: line %lld: %d field%s, expected at least %d (the value column is column %d of the "
+              "header; an empty cell or \".\" is a missing value)", h->file, (long long)h->rec_line, h->field,
+              h->field == 1 ? "" : "s", h->col + 1, h->col + 1);
+    else if ((cl = truth_cell(h->value, 0, h->nan_missing, &v)) < 0)
+      rd_fail(h->st, RD_EINPUT, "%s: line %lld: value \"%s\", expected a number (an empty cell or \".\" is missing; "
+              "NaN needs --nan-truth missing)", h->file, (long long)h->rec_line, h->value);
+    if (h->st->code == RD_OK && cl > 0 && ts_push(h->out, m, v) != 0) rd_fail(h->st, RD_EFAIL, "out of memory");
   }
   h->field = 0;
   h->month[0] = h->value[0] = '\0';
@@ -1214,8 +1266,17 @@ static int read_truth(const nl_opts *o, const truth_map *tm, tseries *out, rd_st
       free(text);
       return rd_fail(st, RD_EFAIL, "out of memory");
     }
-    if (csv_parse(&p, text, len, hcsv_field, hcsv_record, &h) != len && st->code == RD_OK)
-      rd_fail(st, RD_EINPUT, "%s: malformed CSV (%s)", tm->file, csv_strerror(csv_error(&p)));
+    /* fed a line at a time, so that messages can name the line a record starts on */
+    for (size_t pos = 0; pos < len && st->code == RD_OK;) {
+      size_t end = pos;
+      while (end < len && text[end] != '\n') end++;
+      if (end < len) end++;
+      h.line++;
+      if (csv_parse(&p, text + pos, end - pos, hcsv_field, hcsv_record, &h) != end - pos && st->code == RD_OK)
+        rd_fail(st, RD_EINPUT, "%s: line %lld: malformed CSV (%s)", tm->file, (long long)h.line,
+                csv_strerror(csv_error(&p)));
+      pos = end;
+    }
     if (st->code == RD_OK) csv_fini(&p, hcsv_field, hcsv_record, &h);
     csv_free(&p);
     rc = st->code;

@@ -396,6 +396,14 @@ static int parse_file(rb_state *S, int32_t file) {
   char *text = NULL;
   size_t len = 0;
   RD_TRY(read_file(fname(S, file), &text, &len, S->st));
+  int64_t nul_at = rd_json_nul_escape_at(text, len);
+  if (nul_at >= 0) {
+    int64_t nl = 1;
+    for (int64_t i = 0; i < nul_at; i++) nl += text[i] == '\n';
+    free(text);
+    return rd_fail(S->st, RD_EINPUT, "%s: line %lld: a \\u0000 escape (NUL) in a string; expected text without NUL "
+                   "characters", fname(S, file), (long long)nl);
+  }
   int64_t nv = 0, cap = 0, line = 1;
   cJSON **vals = NULL;
   int64_t *lines = NULL;
