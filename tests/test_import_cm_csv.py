@@ -62,6 +62,12 @@ bad = {
     "missing_column": ("run,pair,user,reward_chosen,in_train\n0,1,u,1,0,1\n", 'missing column "reward_rejected"'),
     "duplicate": (HEADER + "0,1,u,1,0,1\n1,1,u,1,0,1\n0,1,u,2,0,1\n", 'line 4 repeats pair "1" run "0" of line 2'),
     "missing_cell": (HEADER + "0,1,u,1,0,1\n1,1,u,1,0,1\n0,2,v,1,0,1\n", 'pair "2" has no row for run "1"'),
+    # the first repeat in file order (line 5 repeats line 3, before line 6 repeats line 2), named with its first line
+    "first_repeat": (HEADER + "0,1,u,1,0,1\n0,2,u,1,0,1\n1,1,u,1,0,1\n0,2,u,1,0,1\n0,1,u,1,0,1\n0,2,u,1,0,1\n",
+                     'line 5 repeats pair "2" run "0" of line 3'),
+    # 40,000 rows, every pair and run its own: refused as incomplete, never a dense 40,000 x 40,000 table
+    "sparse": (HEADER + "".join(f"{i},{i},u{i},1,0,1\n" for i in range(40000)),
+               'pair "0" has no row for run "1"; every pair needs one row per run (40000 runs)'),
     "user_changes": (HEADER + "0,1,u,1,0,1\n1,1,w,1,0,1\n", 'line 3: pair "1" has user "w" but line 2 gave it user "u"'),
     "bad_reward": (HEADER + "0,1,u,abc,0,1\n", 'line 2: reward_chosen = "abc", expected a finite number'),
     "nan_reward": (HEADER + "0,1,u,1,nan,1\n", 'line 2: reward_rejected = "nan", expected a finite number'),

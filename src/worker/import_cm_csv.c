@@ -293,42 +293,70 @@ static int64_t *order_ids(const rd_idmap *m, int *numeric) {
   return perm;
 }
 
+typedef struct cell_row {
+  int64_t cell, line, row;  /* pair * R + run in the output order; the row's line; its index */
+} cell_row;
+
+static int cmp_cell_row(const void *a, const void *b) {
+  const cell_row *x = a, *y = b;
+  if (x->cell != y->cell) return x->cell < y->cell ? -1 : 1;
+  return (x->line > y->line) - (x->line < y->line);
+}
+
 static int write_output(csv_state *S, const char *out_path, const char *group, rd_status *st) {
   const char *f = S->file;
   int num_pairs = 0, num_runs = 0;
   int64_t *pperm = order_ids(&S->pairs, &num_pairs), *rperm = order_ids(&S->runs, &num_runs);
   int64_t P = S->pairs.n, R = S->runs.n;
   int64_t *pnew = malloc(sizeof(int64_t) * (size_t)(P ? P : 1)), *rnew = malloc(sizeof(int64_t) * (size_t)(R ? R : 1));
-  double *rc = malloc(sizeof(double) * (size_t)(P * R)), *rr = malloc(sizeof(double) * (size_t)(P * R));
-  uint8_t *flag = malloc((size_t)(P * R));
-  int64_t *seen = malloc(sizeof(int64_t) * (size_t)(P * R));
+  cell_row *cr = malloc(sizeof(cell_row) * (size_t)(S->n ? S->n : 1));
+  double *rc = NULL, *rr = NULL;
+  uint8_t *flag = NULL;
   int rc_ok = RD_OK;
-  if (!pperm || !rperm || !pnew || !rnew || !rc || !rr || !flag || !seen) {
+  if (!pperm || !rperm || !pnew || !rnew || !cr) {
     rc_ok = rd_fail(st, RD_EFAIL, "out of memory importing %s", f);
     goto done;
   }
   for (int64_t i = 0; i < P; i++) pnew[pperm[i]] = i;
   for (int64_t i = 0; i < R; i++) rnew[rperm[i]] = i;
-  for (int64_t i = 0; i < P * R; i++) seen[i] = 0;
-  for (int64_t i = 0; i < S->n; i++) {
-    int64_t p = pnew[S->r_pair[i]], r = rnew[S->r_run[i]], e = p * R + r;
-    if (seen[e]) {
-      rc_ok = rd_fail(st, RD_EINPUT, "%s: line %lld repeats pair \"%s\" run \"%s\" of line %lld; each (pair, run) must "
-                      "appear once", f, (long long)S->r_line[i], S->pairs.keys[S->r_pair[i]], S->runs.keys[S->r_run[i]],
-                      (long long)seen[e]);
-      goto done;
-    }
-    seen[e] = S->r_line[i];
+  /* every (pair, run) exactly once, checked on the rows sorted by cell (O(n log n) in the rows, so a
+   * sparse file is refused before a dense P x R table is allocated): the first repeat in file order,
+   * else the first missing cell in (pair, run) order */
+  for (int64_t i = 0; i < S->n; i++)
+    cr[i] = (cell_row){pnew[S->r_pair[i]] * R + rnew[S->r_run[i]], S->r_line[i], i};
+  qsort(cr, (size_t)S->n, sizeof *cr, cmp_cell_row);
+  int64_t dup = -1;
+  for (int64_t i = 1; i < S->n; i++)
+    if (cr[i].cell == cr[i - 1].cell && (i < 2 || cr[i - 1].cell != cr[i - 2].cell) &&
+        (dup < 0 || cr[i].line < cr[dup].line))
+      dup = i;
+  if (dup >= 0) {
+    int64_t i = cr[dup].row;
+    rc_ok = rd_fail(st, RD_EINPUT, "%s: line %lld repeats pair \"%s\" run \"%s\" of line %lld; each (pair, run) must "
+                    "appear once", f, (long long)cr[dup].line, S->pairs.keys[S->r_pair[i]], S->runs.keys[S->r_run[i]],
+                    (long long)cr[dup - 1].line);
+    goto done;
+  }
+  if (S->n != P * R) {
+    int64_t e = 0;
+    while (e < S->n && cr[e].cell == e) e++;
+    rc_ok = rd_fail(st, RD_EINPUT, "%s: pair \"%s\" has no row for run \"%s\"; every pair needs one row per run "
+                    "(%lld runs)", f, S->pairs.keys[pperm[e / R]], S->runs.keys[rperm[e % R]], (long long)R);
+    goto done;
+  }
+  rc = malloc(sizeof(double) * (size_t)(P * R));
+  rr = malloc(sizeof(double) * (size_t)(P * R));
+  flag = malloc((size_t)(P * R));
+  if (!rc || !rr || !flag) {
+    rc_ok = rd_fail(st, RD_EFAIL, "out of memory importing %s", f);
+    goto done;
+  }
+  for (int64_t k = 0; k < S->n; k++) {
+    int64_t e = cr[k].cell, i = cr[k].row;
     rc[e] = S->r_rc[i];
     rr[e] = S->r_rr[i];
     flag[e] = S->r_flag[i];
   }
-  for (int64_t e = 0; e < P * R; e++)
-    if (!seen[e]) {
-      rc_ok = rd_fail(st, RD_EINPUT, "%s: pair \"%s\" has no row for run \"%s\"; every pair needs one row per run "
-                      "(%lld runs)", f, S->pairs.keys[pperm[e / R]], S->runs.keys[rperm[e % R]], (long long)R);
-      goto done;
-    }
 
   {
     rd_h5_atomic out;
@@ -394,7 +422,7 @@ done:
   free(rc);
   free(rr);
   free(flag);
-  free(seen);
+  free(cr);
   return rc_ok;
 }
 
