@@ -175,6 +175,21 @@ for name, nan_at in (("corrupt_chunk", None), ("corrupt_chunk_after_nan", (100, 
                         ["in.h5: reading rows 4096..6143 of dataset /cm/reward_chosen failed"]))
     check(len(set(msgs)) == 1, f"{name}: the same message for every rank count: {msgs}")
 
+# String users whose global heap is corrupt (an object size of about 1 GB in a heap of 4 KB): the
+# HDF5 library faults while reading them; rmdiag reports the dataset and exits 2, on any rank count.
+cd = os.path.join(d, "corrupt_heap")
+os.makedirs(cd, exist_ok=True)
+Ph = 40
+write_cm(os.path.join(cd, "in.h5"), base["rc"][:Ph], base["rr"][:Ph], base["flags"][:Ph],
+         [f"user{u}" for u in base["user"][:Ph]])
+raw = bytearray(open(os.path.join(cd, "in.h5"), "rb").read())
+gcol = raw.find(b"GCOL")
+check(gcol > 0, "the string users live in a global heap collection")
+raw[gcol + 16 + 8 + 3] = 0x40   # first object's size (after index, reference count, reserved): byte 3
+with open(os.path.join(cd, "in.h5"), "wb") as f:
+    f.write(raw)
+case("corrupt_heap", make_input=False, ranks=(0, 2), expect=["in.h5: dataset /cm/user"])
+
 # Several jobs: a bad input in a later job is found before any job writes anything.
 cd = os.path.join(d, "multi_job")
 os.makedirs(cd, exist_ok=True)

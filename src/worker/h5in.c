@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <stdlib.h>
@@ -10,6 +12,7 @@
 #include <unistd.h>
 
 #include "rmdiag/jsonutil.h"
+#include "rmdiag/output.h"
 
 int rd_h5_open(const char *file, MPI_Comm comm, hid_t *out, rd_status *st) {
   *out = H5I_INVALID_HID;
@@ -316,6 +319,41 @@ int rd_h5_read_numeric(hid_t f, const char *file, const rd_dsinfo *info, double 
   return rc;
 }
 
+/* Variable-length strings live in the file's global heap, whose object sizes HDF5 1.10 trusts: a
+ * corrupt heap can make H5Dread copy past its buffers and fault. The read runs under a guard that
+ * turns SIGSEGV/SIGBUS into an error (the process then only closes and exits), so a corrupt input
+ * ends with exit 2, never a crash. */
+static sigjmp_buf vlen_jump;
+static volatile sig_atomic_t vlen_guarded;
+
+static void vlen_fault(int sig) {
+  if (vlen_guarded) siglongjmp(vlen_jump, sig);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+static herr_t guarded_vlen_read(hid_t d, hid_t mt, char **ptrs, int *faulted) {
+  struct sigaction sa, old_segv, old_bus;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = vlen_fault;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_NODEFER;
+  sigaction(SIGSEGV, &sa, &old_segv);
+  sigaction(SIGBUS, &sa, &old_bus);
+  herr_t e = -1;
+  *faulted = 0;
+  if (sigsetjmp(vlen_jump, 1) == 0) {
+    vlen_guarded = 1;
+    e = H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs);
+  } else {
+    *faulted = 1;
+  }
+  vlen_guarded = 0;
+  sigaction(SIGSEGV, &old_segv, NULL);
+  sigaction(SIGBUS, &old_bus, NULL);
+  return e;
+}
+
 int rd_h5_read_strings(hid_t f, const char *file, const rd_dsinfo *info, char **buf, size_t *buflen,
                        int64_t **offsets, rd_status *st) {
   *buf = NULL;
@@ -338,7 +376,17 @@ int rd_h5_read_strings(hid_t f, const char *file, const rd_dsinfo *info, char **
   } else if (is_var) {
     H5Tset_size(mt, H5T_VARIABLE);
     char **ptrs = calloc((size_t)(n ? n : 1), sizeof *ptrs);
-    if (!ptrs || H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs) < 0) {
+    int faulted = 0;
+    if (!ptrs || guarded_vlen_read(d, mt, ptrs, &faulted) < 0) {
+      if (faulted) {
+        /* HDF5 is left mid-read (a heap entry stays locked in its cache; closing the file would never
+         * return), so the process ends here: the message, the temporary files removed, exit 2 */
+        fprintf(stderr, "rmdiag: error: %s: dataset %s: its variable-length strings are corrupt (reading them "
+                "faulted)\n", file, info->path);
+        rd_tmp_cleanup();
+        fflush(NULL);
+        _exit(RD_EINPUT);
+      }
       rc = rd_fail(st, RD_EINPUT, "%s: cannot read strings of dataset %s", file, info->path);
     } else {
       size_t total = 0;
