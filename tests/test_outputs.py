@@ -89,8 +89,9 @@ with h5py.File(os.path.join(d, "q.h5"), "r") as f:
     check(f["cm/reward_chosen"].chunks is not None, "the imported input is chunked")
 jq = write_job(os.path.join(d, "q.json"), [{"name": "q", "kind": "cm", "input": "q.h5", "bootstrap": 10}],
                output_dir="out_q")
-code, _, err = run(["run", jq, "--quiet"])
-check(code == 0 and err == "", f"--quiet on a chunked input prints nothing: {err[:300]}")
+code, out, err = run(["run", jq, "--quiet"])
+check(code == 0 and err == "", f"--quiet on a chunked input prints nothing on stderr: {err[:300]}")
+check(out.startswith("cm q: 3 pairs, 2 users, 2 runs"), f"--quiet keeps the summary table on stdout: {out[:200]}")
 code, _, err = run(["validate", jq, "--quiet"])
 check(code == 0 and err == "", f"validate --quiet on a chunked input prints nothing: {err[:300]}")
 done()

@@ -1003,8 +1003,8 @@ static int cm_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd
       pos += lens[k];
     }
     if (cm_report(job, &L, &u, cm_all, F, boot_all, B, res, &out->result, st) == RD_OK &&
-        cm_write_h5(out->h5, P, L.R, tm_all, tg_all, cm_all, ntr_all, st) == RD_OK && !ctx->quiet)
-      cm_print(ctx->out, job, out->result);
+        cm_write_h5(out->h5, P, L.R, tm_all, tg_all, cm_all, ntr_all, st) == RD_OK && ctx->out)
+      cm_print(ctx->out, job, out->result);  /* stdout: --quiet silences stderr only */
     rd_timing_mark(ctx->rank, job->name, "report+h5");
   }
   rd_free_task_results(res, lens, n_tasks);

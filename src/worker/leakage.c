@@ -1731,7 +1731,7 @@ static int leak_report(const rd_ctx *ctx, const rd_job *job, const leak_work *w,
   cJSON *fam = cJSON_AddArrayToObject(nu, "family");
   for (int k = 0; k < o->n_family; k++) cJSON_AddItemToArray(fam, cJSON_CreateString(o->family[k]));
   cJSON_AddNumberToObject(nu, "targets", (double)w->NT);
-  if (ctx->out && !ctx->quiet) print_table(ctx->out, job, w, cs);
+  if (ctx->out) print_table(ctx->out, job, w, cs);  /* stdout: --quiet silences stderr only */
   free(cs), free(boot_ci), free(boot_dropped), free(null_w), free(null_used), free(col);
   *out = r;
   return RD_OK;
