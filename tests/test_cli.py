@@ -62,6 +62,24 @@ check(code == 2 and "is a folder" in err and os.listdir(os.path.join(d, "afolder
 code, _, err = run(["import", "rewardbench", src, "-o", os.path.join(d, "rb.h5")])
 check(code == 0 and os.path.exists(os.path.join(d, "rb.h5")), f"a plain import still works: {err}")
 
+# usage mistakes are exit 2 with a message that says what is wrong
+code, _, err = run(["validate", d])
+check(code == 2 and "is a folder, expected a job file" in err, f"a folder as the job file: {code} {err}")
+big = write_job(os.path.join(d, "bigseed.json"), [{"name": "a", "kind": "cm", "input": "x.h5"}])
+with open(big) as f:
+    txt = f.read().replace('"seed": 0', '"seed": 1e999')
+with open(big, "w") as f:
+    f.write(txt)
+code, _, err = run(["validate", big])
+check(code == 2 and '"seed" must be an integer, got a number too large for a double' in err, f"seed 1e999: {code} {err}")
+with open(os.path.join(d, "afile"), "w") as f:
+    f.write("x")
+write_cm(os.path.join(d, "tiny.h5"), [[1.0]], [[0.0]], [[1]], [0])
+jb = write_job(os.path.join(d, "below.json"), [{"name": "a", "kind": "cm", "input": "tiny.h5", "bootstrap": 0}],
+               output_dir="afile/sub")
+code, _, err = run(["run", jb])
+check(code == 2 and "cannot create output folder" in err and "Not a directory" in err, f"output_dir below a file: {code} {err}")
+
 # Many plain processes started while others end (as a shell loop or a test runner does): none
 # may fail at MPI start-up (isolated singletons once shared one session directory per host).
 import subprocess

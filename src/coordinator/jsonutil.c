@@ -132,7 +132,8 @@ int rd_opt_int(const cJSON *obj, const char *key, int64_t def, int64_t min, int6
   }
   if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble != floor(v->valuedouble))
     return rd_fail(st, RD_EINPUT, "%s: \"%s\" must be an integer, got %s", w->path, key,
-                   cJSON_IsNumber(v) ? "a fractional number" : type_name(v));
+                   !cJSON_IsNumber(v) ? type_name(v)
+                   : isfinite(v->valuedouble) ? "a fractional number" : "a number too large for a double");
   if (!rd_json_is_int(v, min, max))
     return rd_fail(st, RD_EINPUT, "%s: \"%s\" = %.17g is out of range (expected %lld..%lld)", w->path, key,
                    v->valuedouble, (long long)min, (long long)max);

@@ -97,8 +97,9 @@ int rd_mkdirs(const char *dir, rd_status *st) {
     if (buf[i] == '/' || buf[i] == '\0') {
       char save = buf[i];
       buf[i] = '\0';
-      if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-        return rd_fail(st, RD_EFAIL, "cannot create output folder %s: %s", buf, strerror(errno));
+      if (mkdir(buf, 0777) != 0 && errno != EEXIST)  /* a file in the way is the job's fault, not the system's */
+        return rd_fail(st, errno == ENOTDIR ? RD_EINPUT : RD_EFAIL, "cannot create output folder %s: %s", buf,
+                       strerror(errno));
       buf[i] = save;
     }
   }

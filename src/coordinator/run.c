@@ -24,10 +24,13 @@ static int load_jobfile(const rd_ctx *ctx, const char *path, rd_jobfile *jf, rd_
   char *text = NULL;
   long long len = 0;
   if (ctx->rank == 0) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
+    struct stat sb;
+    FILE *fp = NULL;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+      rd_fail(st, RD_EINPUT, "%s: is a folder, expected a job file (JSON)", path);
+    else if (!(fp = fopen(path, "rb")))
       rd_fail(st, RD_EINPUT, "%s: cannot read the job file (%s)", path, strerror(errno));
-    } else {
+    if (fp) {
       size_t cap = 4096, n = 0;
       text = malloc(cap);
       for (;;) {
