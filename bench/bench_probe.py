@@ -21,10 +21,12 @@ usage: bench/bench_probe.py [--ranks 2] [--reps 5] [--shared ../shared] [--rmdia
 Goals (issue, 2 ranks): epoch >= 3x faster than the peer and within 2x of the stream time; a k-means
 pass >= 3x faster than the peer's."""
 import argparse
+import atexit
 import importlib.util
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -55,6 +57,8 @@ env = dict(os.environ, OMPI_MCA_pml=os.environ.get("OMPI_MCA_pml", "ob1"), OMPI_
 if os.geteuid() == 0:
     env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 tmp = a.keep or tempfile.mkdtemp(prefix="rmdiag-bench-probe-")
+if not a.keep:
+    atexit.register(shutil.rmtree, tmp, True)  # 0.35 GB: removed when the run ends unless --keep
 os.makedirs(tmp, exist_ok=True)
 inp = os.path.join(tmp, "probe.h5")
 N_TR, N_VA, N_TE, D, N_INF = 15000, 1000, 1000, 4096, 2000

@@ -1,9 +1,11 @@
 """What every benchmark shares: options, the peers' folder, generated inputs, launching rmdiag
 (plain or under mpiexec) and its numpy peer alternately, and the medians table."""
 import argparse
+import atexit
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -46,6 +48,7 @@ def mpi_env():
 def generate(a, peers, kinds, *extra):
     """A fresh scratch folder with the peers' generated inputs.h5 of `kinds`."""
     tmp = tempfile.mkdtemp(prefix="rmdiag-bench-")
+    atexit.register(shutil.rmtree, tmp, True)  # the generated inputs and outputs go when the run ends
     inp = os.path.join(tmp, "inputs.h5")
     subprocess.run([a.python, os.path.join(peers, "gen_inputs.py"), inp, "--kinds", kinds, *extra], check=True,
                    stdout=subprocess.DEVNULL)
