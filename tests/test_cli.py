@@ -63,6 +63,9 @@ code, _, err = run(["import", "rewardbench", src, "-o", os.path.join(d, "rb.h5")
 check(code == 0 and os.path.exists(os.path.join(d, "rb.h5")), f"a plain import still works: {err}")
 
 # usage mistakes are exit 2 with a message that says what is wrong
+for extra in (["--version", "x"], ["--help", "x"]):
+    code, _, err = run(extra)
+    check(code == 2 and "takes no arguments" in err, f"{extra}: {code} {err}")
 code, _, err = run(["validate", d])
 check(code == 2 and "is a folder, expected a job file" in err, f"a folder as the job file: {code} {err}")
 big = write_job(os.path.join(d, "bigseed.json"), [{"name": "a", "kind": "cm", "input": "x.h5"}])
@@ -79,6 +82,12 @@ jb = write_job(os.path.join(d, "below.json"), [{"name": "a", "kind": "cm", "inpu
                output_dir="afile/sub")
 code, _, err = run(["run", jb])
 check(code == 2 and "cannot create output folder" in err and "Not a directory" in err, f"output_dir below a file: {code} {err}")
+# every envelope key is present: description null when the job file has none
+jn = write_job(os.path.join(d, "nodesc.json"), [{"name": "a", "kind": "cm", "input": "tiny.h5", "bootstrap": 0}],
+               output_dir="out_nodesc")
+code, _, err = run(["run", jn])
+env = load_report(os.path.join(d, "out_nodesc", "a.json"))["rmdiag"] if code == 0 else {}
+check(code == 0 and "description" in env and env["description"] is None, f"description null when not given ({err})")
 
 # Many plain processes started while others end (as a shell loop or a test runner does): none
 # may fail at MPI start-up (isolated singletons once shared one session directory per host).

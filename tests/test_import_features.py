@@ -117,6 +117,8 @@ code, _, err = run(["run", jp, "--quiet"], ranks=2)
 check(code == 0, f"probe on imported features: exit {code} ({err})")
 rep = load_report(os.path.join(d, "out", "p.json"))["result"]
 check(rep["models"]["rmB"]["inference"]["n"] == 9 and rep["models"]["rmA"]["inference"]["n"] == 0, "per-model infer rows")
+check(rep["models"]["rmA"]["inference"]["n_kept"] == 0 and rep["models"]["rmA"]["inference"]["kept_fraction"] is None,
+      "no inference rows: n_kept 0, kept_fraction null")
 check(rep["models"]["rmA"]["tasks"]["t"]["dropped"]["missing_label"] == 1, "the missing label is dropped and counted")
 
 

@@ -75,6 +75,7 @@ for std in (False, True):
         close(r["test"]["accuracy"], m["accuracy"], f"{task} std={std}: test accuracy equal")
         check(r["test"]["confusion"] == m["confusion"], f"{task} std={std}: confusion equal")
         check(r["accuracy_ci95"] is None and len(r["per_seed"]) == 1, "lbfgs is deterministic: one fit")
+        check("seed" in r["per_seed"][0] and r["per_seed"][0]["seed"] is None, "lbfgs per_seed: seed null")
     h5.close()
 
 r = load_report(os.path.join(d, "out", "short.json"))["result"]["tasks"]["three"]["grid"][0]

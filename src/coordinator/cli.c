@@ -201,6 +201,9 @@ int rmdiag_main(int argc, char **argv, MPI_Comm comm, FILE *out, FILE *err) {
   if (!cmd) {
     if (ctx.err) print_help(ctx.err);
     rd_fail(&st, RD_EINPUT, "missing command");
+  } else if (argc > 2 && (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0 || strcmp(cmd, "--help") == 0 ||
+                          strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0)) {
+    rd_fail(&st, RD_EINPUT, "%s takes no arguments (got \"%s\"; see rmdiag --help)", cmd, argv[2]);
   } else if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
     if (ctx.out) fprintf(ctx.out, "rmdiag %s (CUDA backend %s)\n", RMDIAG_VERSION, RMDIAG_HAVE_CUDA ? "built" : "not built");
   } else if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {

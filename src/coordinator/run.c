@@ -195,6 +195,7 @@ static cJSON *envelope(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *j
   cJSON_AddNumberToObject(meta, "seed", (double)jf->seed);
   cJSON_AddItemToObject(meta, "options", cJSON_Duplicate(job->effective, 1));
   if (jf->description) cJSON_AddStringToObject(meta, "description", jf->description);
+  else cJSON_AddNullToObject(meta, "description");  /* every envelope key is always there */
   cJSON_AddItemToObject(root, "rmdiag", meta);
   cJSON_AddItemToObject(root, "result", result);
   return root;

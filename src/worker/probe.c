@@ -473,6 +473,7 @@ static cJSON *inference_json(const probe_run *R, int m, const infer_result *ir) 
   if (o->distance == DIST_MAHALANOBIS) rd_json_add(j, "shrinkage", rd_json_num(ir->shrinkage));
   cJSON_AddNumberToObject(j, "n", (double)ir->n);
   if (ir->n == 0) {
+    cJSON_AddNumberToObject(j, "n_kept", 0);
     cJSON_AddNullToObject(j, "kept_fraction");
     cJSON_AddNullToObject(j, "reliance");
     return j;
@@ -568,6 +569,7 @@ static cJSON *model_report(const probe_run *R, int m, grid_result *res, const in
       if (s == 0) cJSON_AddItemToObject(tj, "test", metrics_json(p, &tm));
       cJSON *e = cJSON_CreateObject();
       if (!lb) cJSON_AddNumberToObject(e, "seed", (double)o->seeds[s]);
+      else cJSON_AddNullToObject(e, "seed");  /* one deterministic fit: no seed */
       rd_json_add(e, "val_accuracy", rd_json_num(val_accuracy(p, x->val_pred)));
       cJSON_AddItemToObject(e, "test", metrics_json(p, &tm));
       cJSON_AddItemToArray(ps, e);
