@@ -1,6 +1,6 @@
 /* The CUDA benchmark credit kernel against the CPU reference on the same blocks (both rules, float32
  * and float64, exact ties, a block that starts mid-row): credits, gaps and spreads must agree bit
- * for bit. Skips (77) when this build has no CUDA module or the machine has no GPU. */
+ * for bit. Skips (77) when this build has no CUDA module or the machine has no NVIDIA driver. */
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,10 +14,11 @@
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   char info[512];
-  const rd_backend *b = t_cuda_backend("benchmark", info, sizeof info);
+  int skip_code = 77;
+  const rd_backend *b = t_cuda_backend("benchmark", info, sizeof info, &skip_code);
   if (!b) {
     MPI_Finalize();
-    return 77;
+    return skip_code;
   }
   if (!b->bench || !b->bench->credits) {
     printf("FAIL: the CUDA backend has no benchmark credit kernel\n");

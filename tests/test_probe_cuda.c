@@ -1,6 +1,6 @@
 /* The CUDA probe kernel (block gradients with cuBLAS) against the CPU reference on the same blocks:
  * binary and softmax heads, with and without biases, blocks of 1 to 64 rows, a feature count with a
- * tail. Skips (77) when this build has no CUDA module or the machine has no GPU. */
+ * tail. Skips (77) when this build has no CUDA module or the machine has no NVIDIA driver. */
 #include <math.h>
 #include <mpi.h>
 #include <stdlib.h>
@@ -16,10 +16,11 @@
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   char info[512];
-  const rd_backend *b = t_cuda_backend("probe", info, sizeof info);
+  int skip_code = 77;
+  const rd_backend *b = t_cuda_backend("probe", info, sizeof info, &skip_code);
   if (!b) {
     MPI_Finalize();
-    return 77;
+    return skip_code;
   }
   const rd_probe_kernels *k = b->probe;
   CHECK(k && k->rows_upload && k->block_grads && k->rows_free, "the CUDA backend provides the probe kernels");

@@ -34,7 +34,9 @@ static int cuda_init(int node_rank, char *info, size_t infolen, char *err, size_
   return 0;
 }
 
-static void cuda_fini(void) {}
+void rd_probe_cuda_release(void);  // probe_cuda.cu
+
+static void cuda_fini(void) { rd_probe_cuda_release(); }
 
 // One thread per pair; σ is the same branch-free code as the CPU's (fastmath.h, built here with
 // --fmad=false), and the runs are summed in run order as rd_cm_pairs_cpu does, so the values agree
@@ -60,10 +62,13 @@ __global__ void cm_pairs_kernel(const T *rc, const T *rr, const unsigned char *m
   n_train[p] = n_in;
 }
 
-// Pairs go through the device in slices of at most 2^20 (about 110 MB of float64 rewards for 25
-// runs), so a rank's shard of any size fits.
+// Pairs go through the device in slices of at most 2^20 pairs and 2^25 rewards per side (at most
+// about 570 MB of float64 rewards and flags; 420 MB for 2^20 pairs x 25 runs), so a rank's shard of
+// any size, and any number of runs, fits a device.
 static int cuda_cm_pairs(const rd_cm_block *in, rd_cm_pairs *out, char *err, size_t errlen) {
-  const long long P = in->n_pairs, R = in->n_runs, slice = 1LL << 20;
+  const long long P = in->n_pairs, R = in->n_runs;
+  const long long by_el = R > 0 ? (1LL << 25) / R : (1LL << 20);
+  const long long slice = by_el < 1 ? 1 : by_el < (1LL << 20) ? by_el : (1LL << 20);
   const size_t es = in->ftype == RD_F32 ? sizeof(float) : sizeof(double);
   const long long np_max = P < slice ? P : slice;
   void *d_rc = NULL, *d_rr = NULL;

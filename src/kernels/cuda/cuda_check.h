@@ -7,8 +7,11 @@
 #include <cuda_runtime.h>
 #include <stdio.h>
 
-#define RD_CUDA_FAILED(call, e, err, errlen) \
-  snprintf((err), (errlen), "%s failed at %s:%d: %s", #call, __FILE__, __LINE__, cudaGetErrorString(e))
+// (cudaGetLastError also clears the runtime's sticky last error, so that the next launch check of a
+// later call does not report this failure again)
+#define RD_CUDA_FAILED(call, e, err, errlen)                                                          \
+  ((void)cudaGetLastError(),                                                                        \
+   snprintf((err), (errlen), "%s failed at %s:%d: %s", #call, __FILE__, __LINE__, cudaGetErrorString(e)))
 
 #define RD_CUDA_TRY(call, err, errlen)                              \
   do {                                                              \

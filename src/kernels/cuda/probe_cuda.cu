@@ -36,6 +36,12 @@ static int ensure_blas(char *err, size_t errlen) {
   return 0;
 }
 
+// Called by the backend's fini: the cuBLAS handle (and its workspace) is released with the backend.
+void rd_probe_cuda_release(void) {
+  if (blas_ready) cublasDestroy(blas);
+  blas_ready = 0;
+}
+
 __global__ void widen_kernel(const float *x, double *y, long long n) {
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) y[i] = (double)x[i];
@@ -142,10 +148,14 @@ static int cuda_block_grads(void *p, const rd_probe_heads *hd, int nblk, const i
   for (int k = 0; k < nblk; k++)
     if (nrows[k] > maxn) maxn = nrows[k];
   if ((int64_t)O * d > h->cap_w) {
+    // freed pointers are cleared and the capacity zeroed first: a failed allocation below leaves
+    // nothing that a later call or rows_free would free twice
     cudaFree(h->W);
     cudaFree(h->G);
     cudaFree(h->b);
     cudaFree(h->gb);
+    h->W = h->G = h->b = h->gb = NULL;
+    h->cap_w = 0;
     RD_CUDA_TRY(cudaMalloc(&h->W, sizeof(double) * (size_t)(O * d)), err, errlen);
     RD_CUDA_TRY(cudaMalloc(&h->G, sizeof(double) * (size_t)(O * d)), err, errlen);
     RD_CUDA_TRY(cudaMalloc(&h->b, sizeof(double) * (size_t)O), err, errlen);
@@ -156,6 +166,9 @@ static int cuda_block_grads(void *p, const rd_probe_heads *hd, int nblk, const i
     cudaFree(h->Z);
     cudaFree(h->R);
     cudaFree(h->y);
+    h->Z = h->R = NULL;
+    h->y = NULL;
+    h->cap_rows = 0;
     int64_t cap = maxn * (O > 1 ? O : 1);
     RD_CUDA_TRY(cudaMalloc(&h->Z, sizeof(double) * (size_t)cap), err, errlen);
     RD_CUDA_TRY(cudaMalloc(&h->R, sizeof(double) * (size_t)cap), err, errlen);
