@@ -40,6 +40,7 @@ with h5py.File(os.path.join(d, "cuda", "gpu.h5"), "r") as fg, h5py.File(os.path.
         rel = np.linalg.norm(Wg - Wc) / np.linalg.norm(Wc)
         check(rel <= 1e-4, f"{task}: weights within 1e-4 relative L2 ({rel:.3g})")
         diff = int((fg[f"probe/{task}/test_pred"][...] != fc[f"probe/{task}/test_pred"][...]).sum())
-        check(diff <= 2, f"{task}: test predictions agree ({diff} differ)")
+        near = rg["result"]["tasks"][task]["near_ties"]["test"] + rc["result"]["tasks"][task]["near_ties"]["test"]
+        check(diff <= near, f"{task}: test predictions agree except near ties ({diff} differ, {near} near ties)")
         check(rg["result"]["tasks"][task]["selected"] == rc["result"]["tasks"][task]["selected"], f"{task}: same selection")
 done()

@@ -3,7 +3,9 @@ same numbers in a different seed order ([0.7, 0.6, 0.4] and [0.7, 0.4, 0.6]: 17 
 equal mean validation accuracy, so SPEC §7 picks the first grid entry; summing the per-seed fractions
 in seed order would make the second one larger by one ulp. The input is fixed by a seeded generator;
 the test first checks that the tie really is there (so it cannot pass vacuously), then the selection,
-the equal grid values, and that accuracy_mean is the exact fraction of correct test rows over seeds."""
+the equal grid values, and that accuracy_mean is the exact fraction of correct test rows over seeds.
+Also near ties (SPEC §3: predictions within 1e-9 of a tie, which another backend may decide the other
+way, are counted): all-zero feature rows have logit exactly 0 without a bias, so each is one."""
 import os
 from fractions import Fraction
 
@@ -48,4 +50,22 @@ for ranks in (0, 2):
     n_te = sum(sum(row) for row in t["per_seed"][0]["test"]["confusion"])
     check(t["accuracy_mean"] == float(Fraction(correct, 3 * n_te)),
           f"accuracy_mean {t['accuracy_mean']} is {correct}/(3*{n_te})")
+# near ties: 3 validation and 2 test rows of zeros (logit 0 for every head: no bias in mrmbench)
+Xz = X.copy()
+zero_rows = [281, 284, 289, 291, 297]
+Xz[zero_rows] = 0
+with h5py.File(os.path.join(d, "zeros.h5"), "w") as f:
+    f["probe/t/X"] = Xz
+    f["probe/t/label"] = lab
+    f["probe/t/split"] = split
+for ranks in (0, 3):
+    jz = write_job(os.path.join(d, "zeros.json"), [{"name": "z", "kind": "probe", "input": "zeros.h5", "seeds": [0, 1, 2],
+                                                   "lr_grid": lrs, "kmeans": False,
+                                                   "tasks": {"t": {"classes": [[0], [1]]}}}], output_dir="outz", seed=1)
+    code, out, err = run(["run", jz, "--force"], ranks=ranks)
+    check(code == 0, f"zeros run on {ranks} ranks ({err})")
+    nt = load_report(os.path.join(d, "outz", "z.json"))["result"]["tasks"]["t"]["near_ties"]
+    check(nt == {"validation": 3 * 3 * 2, "test": 2 * 3, "margin": 1e-9},
+          f"near ties: 3 validation rows x 3 seeds x 2 rates, 2 test rows x 3 seeds: {nt}")
+check(t["near_ties"] == {"validation": 0, "test": 0, "margin": 1e-9}, f"no near ties in the random task: {t['near_ties']}")
 done()

@@ -81,6 +81,10 @@ void rd_probe_residuals(int L, int K, const double *z, int32_t y, double *r, dou
 
 /* Predicted class of each head from one row's logits: K = 1: logit > 0; else the first maximum. */
 void rd_probe_predict(int L, int K, const double *z, int32_t *cls);
+/* A prediction within RD_PROBE_NEAR_TIE of a tie (K = 1: |logit|; else the top two logits' gap): one
+ * that weights differing in the last bits (another backend) may decide the other way (SPEC §3). */
+#define RD_PROBE_NEAR_TIE 1e-9
+int rd_probe_near_tie(int K, const double *zl);
 
 /* Σ x_i² over n values in 8 lanes (fixed order). */
 double rd_probe_sumsq(const double *x, int64_t n);

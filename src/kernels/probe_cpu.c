@@ -283,6 +283,20 @@ void rd_probe_predict(int L, int K, const double *z, int32_t *cls) {
   }
 }
 
+int rd_probe_near_tie(int K, const double *zl) {
+  if (K == 1) return fabs(zl[0]) < RD_PROBE_NEAR_TIE;
+  double a = -INFINITY, b = -INFINITY;  /* the largest two */
+  for (int k = 0; k < K; k++) {
+    if (zl[k] > a) {
+      b = a;
+      a = zl[k];
+    } else if (zl[k] > b) {
+      b = zl[k];
+    }
+  }
+  return a - b < RD_PROBE_NEAR_TIE;
+}
+
 /* ---- block gradient ------------------------------------------------------------------------------- */
 
 /* G[o, j] (+)= Σ_i r[i*O + o] x_ij for outputs [o0, o0 + OC), rows in order. */

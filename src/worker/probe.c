@@ -553,6 +553,17 @@ static cJSON *model_report(const probe_run *R, int m, grid_result *res, const in
     cJSON *sj = cJSON_AddObjectToObject(tj, "selected");
     cJSON_AddNumberToObject(sj, lb ? "l2" : "lr", o->grid[sel]);
     cJSON_AddStringToObject(sj, "by", "mean validation accuracy over seeds (ties to the first grid entry)");
+    /* predictions another backend may decide the other way (SPEC §3): validation ones of every grid
+     * entry and seed (they can move the selection), test ones of the selected entry over seeds */
+    int64_t near_va = 0, near_te = 0;
+    for (int s = 0; s < S; s++) {
+      for (int g = 0; g < NG; g++) near_va += gr[s * NG + g].near_val;
+      near_te += gr[s * NG + sel].near_test;
+    }
+    cJSON *nj = cJSON_AddObjectToObject(tj, "near_ties");
+    cJSON_AddNumberToObject(nj, "validation", (double)near_va);
+    cJSON_AddNumberToObject(nj, "test", (double)near_te);
+    cJSON_AddNumberToObject(nj, "margin", RD_PROBE_NEAR_TIE);
     /* test metrics of the selected entry, per seed */
     cJSON *ps = cJSON_CreateArray();
     double *accs = malloc(sizeof(double) * (size_t)S);

@@ -122,6 +122,7 @@ typedef struct grid_result {
   int64_t iterations;    /* lbfgs */
   double grad_norm;
   int status;            /* lbfgs: 0 converged, 1 max_iter, 2 line search stalled */
+  int64_t near_val, near_test;  /* predictions within RD_PROBE_NEAR_TIE of a tie */
 } grid_result;
 
 /* res[(pt * n_seeds + s) * n_grid + g] on rank 0. Collective over the world. */

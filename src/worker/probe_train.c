@@ -378,9 +378,12 @@ static int64_t budget_rows(const probe_run *R, int64_t d, int64_t minimum) {
 
 /* Predicted classes of every head for `n` rows idx (split over the group in fixed blocks);
  * group rank 0 receives pred[n * L]. */
+/* Predictions of every head for rows idx (gathered on group rank 0), and per head the number of them
+ * that are near ties (near[l], summed over the group; every rank gets them). */
 static int eval_rows(probe_run *R, const rd_ctx *g, feat_src *X, const int64_t *idx, int64_t n,
-                     const rd_probe_heads *h, int32_t *pred, rd_status *st) {
+                     const rd_probe_heads *h, int32_t *pred, int64_t *near, rd_status *st) {
   int L = h->L, K = h->K, O = L * K;
+  for (int l = 0; l < L; l++) near[l] = 0;
   int64_t lo, hi, d = X->d;
   rd_rank_rows(n, EVAL_BLOCK, g->size, g->rank, &lo, &hi);
   int32_t *mine = malloc(sizeof(int32_t) * (size_t)((hi - lo) * L + 1));
@@ -392,7 +395,10 @@ static int eval_rows(probe_run *R, const rd_ctx *g, feat_src *X, const int64_t *
     int64_t m = hi - a < EVAL_BLOCK ? hi - a : EVAL_BLOCK;
     if (feat_rows(R, X, idx + a, m, buf, ptr, st) != RD_OK) break;
     rd_probe_logits_cpu(h, ptr, m, z);
-    for (int64_t i = 0; i < m; i++) rd_probe_predict(L, K, z + i * O, mine + (a - lo + i) * L);
+    for (int64_t i = 0; i < m; i++) {
+      rd_probe_predict(L, K, z + i * O, mine + (a - lo + i) * L);
+      for (int l = 0; l < L; l++) near[l] += rd_probe_near_tie(K, z + i * O + (int64_t)l * K);
+    }
   }
   free(buf);
   free(ptr);
@@ -403,6 +409,7 @@ static int eval_rows(probe_run *R, const rd_ctx *g, feat_src *X, const int64_t *
   }
   rd_gather_rows(g, mine, pred, n, EVAL_BLOCK, sizeof(int32_t) * (size_t)L);
   free(mine);
+  RD_MPI_CHECK(g, MPI_Allreduce(MPI_IN_PLACE, near, L, MPI_INT64_T, MPI_SUM, g->comm));
   return RD_OK;
 }
 
@@ -615,7 +622,10 @@ static int train_mrmbench(probe_run *R, const rd_ctx *g, ptask *p, int64_t seed,
   int32_t *vp = g->rank == 0 ? malloc(sizeof(int32_t) * (size_t)(p->n_va * L + 1)) : NULL;
   int32_t *tp = g->rank == 0 ? malloc(sizeof(int32_t) * (size_t)(p->n_te * L + 1)) : NULL;
   if (g->rank == 0 && (!vp || !tp)) rd_abort(g, __FILE__, __LINE__, "out of memory");
-  if (eval_rows(R, g, &p->X, p->va, p->n_va, &h, vp, st) == RD_OK) eval_rows(R, g, &p->X, p->te, p->n_te, &h, tp, st);
+  int64_t *nv = calloc((size_t)L, sizeof(int64_t)), *nt = calloc((size_t)L, sizeof(int64_t));
+  if (!nv || !nt) rd_abort(g, __FILE__, __LINE__, "out of memory");
+  if (eval_rows(R, g, &p->X, p->va, p->n_va, &h, vp, nv, st) == RD_OK)
+    eval_rows(R, g, &p->X, p->te, p->n_te, &h, tp, nt, st);
   rd_timing_mark(R->ctx->rank, R->job->name, "evaluate");
   if (g->rank == 0 && st->code == RD_OK) {
     for (int l = 0; l < L; l++) {
@@ -627,8 +637,12 @@ static int train_mrmbench(probe_run *R, const rd_ctx *g, ptask *p, int64_t seed,
       memcpy(r->W, W + l * K * d, sizeof(double) * (size_t)(K * d));
       for (int64_t i = 0; i < p->n_va; i++) r->val_pred[i] = vp[i * L + l];
       for (int64_t i = 0; i < p->n_te; i++) r->test_pred[i] = tp[i * L + l];
+      r->near_val = nv[l];
+      r->near_test = nt[l];
     }
   }
+  free(nv);
+  free(nt);
   free(vp);
   free(tp);
   shared_free(W, &wwin);
@@ -1000,7 +1014,9 @@ static int train_lbfgs(probe_run *R, const rd_ctx *g, ptask *p, double l2, grid_
   int32_t *vp = g->rank == 0 ? malloc(sizeof(int32_t) * (size_t)(p->n_va + 1)) : NULL;
   int32_t *tp = g->rank == 0 ? malloc(sizeof(int32_t) * (size_t)(p->n_te + 1)) : NULL;
   if (g->rank == 0 && (!vp || !tp)) rd_abort(g, __FILE__, __LINE__, "out of memory");
-  if (eval_rows(R, g, &p->X, p->va, p->n_va, &h, vp, st) == RD_OK) eval_rows(R, g, &p->X, p->te, p->n_te, &h, tp, st);
+  int64_t nv = 0, nt = 0;
+  if (eval_rows(R, g, &p->X, p->va, p->n_va, &h, vp, &nv, st) == RD_OK)
+    eval_rows(R, g, &p->X, p->te, p->n_te, &h, tp, &nt, st);
   if (g->rank == 0 && st->code == RD_OK) {
     res->W = malloc(sizeof(double) * (size_t)(K * d));
     res->b = malloc(sizeof(double) * (size_t)K);
@@ -1009,6 +1025,8 @@ static int train_lbfgs(probe_run *R, const rd_ctx *g, ptask *p, double l2, grid_
     memcpy(res->b, braw, sizeof(double) * (size_t)K);
     res->val_pred = vp;
     res->test_pred = tp;
+    res->near_val = nv;
+    res->near_test = nt;
     res->iterations = iter;
     res->grad_norm = gmax;
     res->status = status;
@@ -1029,11 +1047,11 @@ typedef struct unit {
 } unit;
 
 /* Packs the results of a unit (group rank 0) as doubles: per grid entry W, b, iterations,
- * grad_norm, status, val_pred, test_pred. */
+ * grad_norm, status, near_val, near_test, val_pred, test_pred. */
 static int64_t unit_len(const probe_run *R, const unit *u) {
   const ptask *p = &R->pt[u->pt];
   int64_t K = R->o->mode == PROBE_LBFGS ? p->C : p->K;
-  return (int64_t)u->ng * (K * p->X.d + (R->o->mode == PROBE_LBFGS ? K : 0) + 3 + p->n_va + p->n_te);
+  return (int64_t)u->ng * (K * p->X.d + (R->o->mode == PROBE_LBFGS ? K : 0) + 5 + p->n_va + p->n_te);
 }
 
 static void unit_pack(const probe_run *R, const unit *u, const grid_result *res, double *out) {
@@ -1051,6 +1069,8 @@ static void unit_pack(const probe_run *R, const unit *u, const grid_result *res,
     out[pos++] = (double)r->iterations;
     out[pos++] = r->grad_norm;
     out[pos++] = (double)r->status;
+    out[pos++] = (double)r->near_val;
+    out[pos++] = (double)r->near_test;
     for (int64_t i = 0; i < p->n_va; i++) out[pos++] = r->val_pred[i];
     for (int64_t i = 0; i < p->n_te; i++) out[pos++] = r->test_pred[i];
   }
@@ -1076,6 +1096,8 @@ static int unit_unpack(const probe_run *R, const unit *u, const double *in, grid
     r->iterations = (int64_t)in[pos++];
     r->grad_norm = in[pos++];
     r->status = (int)in[pos++];
+    r->near_val = (int64_t)in[pos++];
+    r->near_test = (int64_t)in[pos++];
     for (int64_t i = 0; i < p->n_va; i++) r->val_pred[i] = (int32_t)in[pos++];
     for (int64_t i = 0; i < p->n_te; i++) r->test_pred[i] = (int32_t)in[pos++];
   }
