@@ -234,4 +234,31 @@ check(comp["margin"] == 0.0, f"-inf / inf in the tanh term counts 0: {comp}")
 close(model(res, "big")["subsets"]["Ties"]["score"], 0.30 * 0 + 0.30 * 1 + 0.20 * 0 + 0.20 * 0 + 0.01 * 0,
       "Ties = 0.3 (ref accurate only)", rel=1e-15)
 close(model(res, "big")["score"], (5 + 0.3) / 6, "score with the overflowing Ties prompt", rel=1e-15)
+# Ties composite parts that differ, dropped replicates, leaderboard ties and n_subsets. Prompt 0 is
+# present as both: tied [10, 9 | 6] (spread 1, gap 3: preferred) and ref [7 | 6.5] (gap 0.5: min gap
+# 0.5 is not above the spread, so not preferred-hard); prompt 1 only as ref. Models "z-first" and
+# "a-second" score alike, "top" better on the five other subsets. A replicate whose two Ties draws are
+# both prompt 1 has no prompt present as both: its composite is undefined and it is dropped.
+V2C = [(s, str(k), 1, [1, 0]) for k, s in enumerate(V2_SUBSETS[:5])] + [
+    ("Ties", "tied:0", 2, [10, 9, 6]), ("Ties", "ref:0", 1, [7, 6.5]), ("Ties", "ref:1", 1, [1, 0])]
+names = ["z-first", "a-second", "top"]
+per_item = []
+for s_, _, k, v in V2C:
+    worse = v if s_ == "Ties" else v[::-1]
+    per_item.append((V2_SUBSETS.index(s_), k, [worse, worse, v]))
+isub, off, nc, sc = items_from_lists(per_item)
+write_bench(os.path.join(d, "v2c.h5"), names, V2_SUBSETS, isub, off, nc, sc, item_id=[x[1] for x in V2C])
+Bc = 200
+res, out = run_job("v2c", "v2c.h5", scheme="rewardbench-v2", bootstrap=Bc)
+comp = model(res, "top")["subsets"]["Ties"]["composite"]
+check((comp["correctness_preferred"], comp["correctness_preferred_hard"]) == (1.0, 0.0),
+      f"preferred (gap_tied 3 > spread 1) and not preferred-hard (min gap 0.5): {comp}")
+close(model(res, "top")["subsets"]["Ties"]["score"], 0.30 * 1 + 0.30 * 1 + 0.20 * 1 + 0.20 * 0 + 0.01 * math.tanh(0.5 - 1),
+      "Ties = 0.3 tied acc + 0.3 ref acc + 0.2 preferred + 0.01 tanh(0.5/1 - 1)", rel=1e-15)
+check([x["model"] for x in res["leaderboard"]] == ["top", "z-first", "a-second"],
+      f"leaderboard: equal scores keep the input order: {res['leaderboard']}")
+check(res["n_subsets"] == 6, f"n_subsets: {res['n_subsets']}")
+want = sum(all(p == 1 for p in replay_draws(SEED, "v2c", "Ties", b, 2)) for b in range(Bc))
+check(want > 0 and res["bootstrap"]["dropped"] == want,
+      f"dropped replicates: {res['bootstrap']['dropped']}, replayed {want}")
 done()

@@ -87,4 +87,21 @@ check(code == 0, f"extreme margins run (got {code}: {err})")
 with h5py.File(os.path.join(d, "out", "ext.h5")) as f:
     close(f["cm/tm"][0], 0.5, "TM of σ(800) and σ(-800) is (1 + 0)/2")
     close(f["cm/tg"][0], 0.5, "TG of σ(30) and σ(-30) is 1/2 (symmetric)", rel=1e-15)
+# Dropped bootstrap replicates (SPEC §3: undefined replicates are dropped and counted). Users by first
+# appearance: 0 = A (TM and TG defined), 1 = B (never held out: no TG), 2 = C (always held out: no
+# TM). A replicate drawing no A and no C has no TG (and no CM); one drawing only B and C has no CM;
+# one drawing no A and no B has no TM. The counts come from the draws replayed independently.
+B = 300
+write_job(os.path.join(d, "drop.json"), [{"name": "drop", "kind": "cm", "input": "in.h5", "bootstrap": B}], seed=5)
+code, out, err = run(["run", os.path.join(d, "drop.json"), "--force"])
+check(code == 0, f"bootstrap run ({err})")
+got = load_report(os.path.join(d, "out", "drop.json"))["result"]["bootstrap"]["dropped"]
+want = {"tm": 0, "tg": 0, "cm": 0}
+for b in range(B):
+    drawn = set(draws_below(5, "drop", "cm.bootstrap.users", b, 3, 3).tolist())
+    want["tm"] += not (drawn & {0, 1})
+    want["tg"] += not (drawn & {0, 2})
+    want["cm"] += 0 not in drawn
+check(want["cm"] > 0 and want["tg"] > 0, f"the fixture drops replicates: {want}")
+check(got == want, f"dropped replicates {got}, replayed {want}")
 done()

@@ -191,6 +191,9 @@ close(res["gamma"], gamma, "gamma", rel=1e-12)
 close(res["r_signal_truth"], rs, "r(signal, truth)", rel=1e-12)
 close(res["r_residual_truth"], ru, "r(residual, truth)", rel=1e-9, abs_=1e-12)
 close(res["leak_share"], 1 - ru ** 2 / rs ** 2, "LeakShare", rel=1e-9)
+close(res["r_signal_recall"], np.corrcoef(S_, R_)[0, 1], "r(signal, recall)", rel=1e-12)
+check(r["n_cells"] == len({(c["model"], c["series"], c["variant"]) for c in r["cells"]}) == 3,
+      f"n_cells counts the cells (m-a X A, m-a Y A, m-a X B; the fictional series is no cell): {r['n_cells']}")
 # defenses: the benign attack counts apart
 dd = {(x["defense"], x["model"]): x for x in r["defense"]}
 x = dd[("none", "m-a")]
@@ -209,4 +212,27 @@ with h5py.File(os.path.join(d, "out", "dec.h5")) as f:
     check(f["leak/abs_error"].dtype == np.float64 and f["leak/within"].dtype == np.uint8, "output dtypes")
     close(list(ae[:7]), [0.25, 1.0, 4.03 - 3.78, 0.5, NAN, NAN, NAN], "abs_error of X's rows (NaN where not scored)")
     check(list(wi[:7]) == [1, 0, 1, 0, 0, 0, 0], f"within flags {list(wi[:7])}")
+# ranking near ties (SPEC §6: truths closer than 1e-9 are a tie, skipped): X at 2020-06 = 0.5, 2020-07 =
+# 0.5 + 1e-10 (a tie), 2020-08 = 0.5 + 1e-8 (scored)
+import shutil
+shutil.copy(os.path.join(d, "in.h5"), os.path.join(d, "tie.h5"))
+with h5py.File(os.path.join(d, "tie.h5"), "r+") as f:
+    ts, tm, tv = (list(f["leak/" + k][...]) for k in ("truth_series", "truth_month", "truth_value"))
+    for m, v in ((202006, 0.5), (202007, 0.5 + 1e-10), (202008, 0.5 + 1e-8)):
+        ts.append(0), tm.append(m), tv.append(v)
+    for k, v in (("truth_series", ts), ("truth_month", tm), ("truth_value", tv)):
+        dt = f["leak/" + k].dtype
+        del f["leak/" + k]
+        f["leak/" + k] = np.array(v, dt)
+    del f["leak/rank"]
+    rg = f.create_group("leak/rank")
+    rg["model"], rg["series"] = np.zeros(2, np.int32), np.zeros(2, np.int32)
+    rg["month_a"], rg["month_b"] = np.array([202006, 202008], np.int32), np.array([202007, 202006], np.int32)
+    rg["pick"] = np.array([0, 0], np.int8)
+jt = write_job(os.path.join(d, "tie.json"), [dict(base, name="tie", input="tie.h5", bootstrap=0)])
+code, out, err = run(["run", jt, "--force"])
+check(code == 0, f"ranking near-tie run ({err})")
+x = {(y["model"], y["series"]): y for y in load_report(os.path.join(d, "out", "tie.json"))["result"]["ranking"]}[("m-a", "X")]
+check((x["n_picked"], x["n_tie"], x["n_scored"], x["n_correct"]) == (2, 1, 1, 1),
+      f"truths 1e-10 apart are a tie, 1e-8 apart are scored: {x}")
 done()

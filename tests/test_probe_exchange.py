@@ -32,10 +32,12 @@ jobs = [
 ]
 
 
-def outputs(tag, ranks, env=None):
+def outputs(tag, ranks, env=None, exchange=None):
     jp = write_job(os.path.join(d, f"job_{tag}.json"), jobs, output_dir=f"out_{tag}", seed=4)
-    code, _, err = run(["run", jp, "--quiet"], ranks=ranks, env=env)
+    code, _, err = run(["run", jp, "--quiet"], ranks=ranks, env=dict(env or {}, RMDIAG_TIMING="1"))
     check(code == 0, f"{tag}: exit {code} ({err})")
+    if exchange:  # the path under test is the one taken (RMDIAG_TIMING names it)
+        check(f"exchange: {exchange}" in err, f"{tag}: the {exchange} exchange ran ({err[:300]})")
     got = {}
     for j in jobs:
         rep = load_report(os.path.join(d, f"out_{tag}", j["name"] + ".json"))
@@ -47,7 +49,7 @@ def outputs(tag, ranks, env=None):
 ref = outputs("plain", 0)
 for tag, ranks, env in (("shm2", 2, None), ("shm3", 3, None), ("ag2", 2, {"RMDIAG_PROBE_SHM": "0"}),
                         ("ag3", 3, {"RMDIAG_PROBE_SHM": "0"})):
-    got = outputs(tag, ranks, env)
+    got = outputs(tag, ranks, env, "MPI_Allgatherv" if env else "shared memory")
     for j in jobs:
         check(got[j["name"]][0] == ref[j["name"]][0], f"{j['name']}: result with {tag} identical to the plain process")
         check(got[j["name"]][1] == ref[j["name"]][1], f"{j['name']}: HDF5 bytes with {tag} identical to the plain process")

@@ -69,6 +69,25 @@ close(t["test"]["accuracy"], 2 / 3, "accuracy 2/3")
 close(t["test"]["macro_f1"], 2 / 3, "macro-F1")
 close(t["test"]["majority_baseline"], 1 / 3, "majority baseline: the train majority is class 1 (65 > 64), 1 of 3 test rows")
 check(t["accuracy_ci95"] is None and len(t["per_seed"]) == 1, "one seed: no interval")
+check(t["train_class_counts"] == [64, 65], f"train class counts: {t['train_class_counts']}")
+
+# ---- metrics edge cases: validation and test rows of zeros have every logit 0 (no bias), so each is
+# predicted class 0 (the first maximum). Train counts 4, 4, 2: the majority baseline's tie goes to the lowest class (0).
+# Test rows: 3 of class 0, 1 of class 1, none of class 2 (never predicted either: its F1 is 0).
+#   confusion [[3,0,0],[1,0,0],[0,0,0]]; F1: class 0 tp 3 fp 1 fn 0 -> 6/7, class 1 -> 0, class 2 -> 0;
+#   macro-F1 = (6/7)/3 = 2/7; accuracy 3/4; majority baseline (class 0) 3/4. Every such logit is exactly
+#   0: each prediction is a near tie (1 validation row, 4 test rows).
+Xm = np.random.default_rng(4).normal(size=(15, 2))
+Xm[10:] = 0.0
+labm = [0] * 4 + [1] * 4 + [2] * 2 + [0] + [0, 0, 0, 1]
+splm = [0] * 10 + [1] + [2] * 4
+rep, _ = run_job("metrics", Xm, labm, splm, tasks={"t": {"classes": [[0], [1], [2]]}}, lr_grid=[1e-2])
+t = rep["tasks"]["t"]
+check(t["train_class_counts"] == [4, 4, 2], f"train class counts {t['train_class_counts']}")
+check(t["test"]["confusion"] == [[3, 0, 0], [1, 0, 0], [0, 0, 0]], f"confusion: {t['test']['confusion']}")
+close(t["test"]["macro_f1"], 2 / 7, "macro-F1: a class with no rows and no predictions counts F1 = 0")
+close(t["test"]["majority_baseline"], 0.75, "majority baseline: the tie 4 = 4 goes to the lowest class")
+check(t["near_ties"]["validation"] == 1 and t["near_ties"]["test"] == 4, f"near ties: {t['near_ties']}")
 
 # ---- softmax path: 3 classes, rows (1, 0), (0, 1), (1, 3) of classes 0, 1, 2; zero init; lr 0.01 ---
 # One batch of 3 rows, T = 1, lr_0 = 0.01. z = 0, p = 1/3: G[k] = (1/3) sum_i (1/3 - [y_i = k]) x_i

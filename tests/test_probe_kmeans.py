@@ -4,6 +4,7 @@ generator, then Lloyd, for k > 1), the nearest centroid's task (ties to the firs
 order), d_min (plain Euclidean; 1 - cos for cosine; Mahalanobis with a Ledoit-Wolf shrunk pooled
 within-class covariance), kept with a fixed tau or a quantile tau over the validation rows' d_min,
 and reliance fractions over kept rows; per-row outputs in HDF5."""
+import math
 import os
 
 from rdtest import *  # first: it skips (77) when numpy or h5py is missing
@@ -187,4 +188,20 @@ check(ccl.tolist() == [0, 0, 0, 1, 1, 1], f"3 centroids per class: {ccl}")
 got = sorted(map(tuple, cen[:3].tolist()))
 check(got == sorted([tuple(A), tuple(A), tuple(B)]), f"empty cluster re-seeded: {got}")
 check(sorted(map(tuple, cen[3:].tolist())) == sorted(map(tuple, Xd[5:8].tolist())), "k = n: every row a centroid")
+# kept = d_min <= tau, the boundary included: centroids (0, 0) and (100, 100) from the validation rows;
+# inference row (3, 4) is at distance exactly 5 = tau (kept), (3, 4.5) beyond it (not kept)
+with h5py.File(os.path.join(d, "edge.h5"), "w") as f:
+    Xe = np.vstack([np.random.default_rng(9).normal(size=(20, 2)), [[0, 0], [0, 0], [100, 100], [100, 100]], [[1, 1]] * 2])
+    f["probe/e/X"] = Xe.astype(np.float32)
+    f["probe/e/label"] = np.array([i % 2 for i in range(20)] + [0, 0, 1, 1, 0, 1], np.int32)
+    f["probe/e/split"] = np.array([0] * 20 + [1] * 4 + [2] * 2, np.uint8)
+    f["probe/infer/X"] = np.array([[3, 4], [3, 4.5]], np.float32)
+jp = write_job(os.path.join(d, "edge.json"), [{"name": "edge", "kind": "probe", "input": "edge.h5",
+                                                "tasks": {"e": {"classes": [[0], [1]]}}, "lr_grid": [1e-3],
+                                                "kmeans": {"tau": 5}}], output_dir="out", seed=4)
+code, _, err = run(["run", jp, "--quiet"])
+check(code == 0, f"boundary case: exit {code} ({err})")
+with h5py.File(os.path.join(d, "out", "edge.h5"), "r") as f:
+    check(f["probe/infer/d_min"][...].tolist() == [5.0, math.hypot(3, 4.5)], f"d_min: {f['probe/infer/d_min'][...]}")
+    check(f["probe/infer/kept"][...].tolist() == [1, 0], f"kept at d_min = tau, not beyond: {f['probe/infer/kept'][...]}")
 done()

@@ -35,6 +35,9 @@ jobs = [{"name": f"lb{int(std)}", "kind": "probe", "input": "in.h5", "mode": "lb
          "tasks": {"three": {"classes": [[0], [1], [2]]}, "two": {"classes": [[0], [1]]}}} for std in (False, True)]
 jobs.append({"name": "short", "kind": "probe", "input": "in.h5", "mode": "lbfgs", "l2_grid": [1e-2], "max_iter": 3,
              "kmeans": False, "tasks": {"three": {"classes": [[0], [1], [2]]}}})
+# a tolerance below float64 rounding: the line search stops finding decrease before max_iter
+jobs.append({"name": "tiny", "kind": "probe", "input": "in.h5", "mode": "lbfgs", "l2_grid": [1e-2], "tol": 1e-30,
+             "max_iter": 100000, "kmeans": False, "tasks": {"three": {"classes": [[0], [1], [2]]}}})
 write_job(os.path.join(d, "job.json"), jobs, output_dir="out", seed=1)
 code, _, err = run(["run", os.path.join(d, "job.json"), "--quiet"], ranks=3)
 check(code == 0, f"exit {code} ({err})")
@@ -80,6 +83,9 @@ for std in (False, True):
 
 r = load_report(os.path.join(d, "out", "short.json"))["result"]["tasks"]["three"]["grid"][0]
 check(r["status"] == "max_iter" and r["iterations"] == 3 and r["grad_norm"] > 1e-8, f"max_iter stop reported: {r}")
+r = load_report(os.path.join(d, "out", "tiny.json"))["result"]["tasks"]["three"]["grid"][0]
+check(r["status"] == "line_search_stalled" and 0 < r["iterations"] < 100000 and r["grad_norm"] < 1e-6,
+      f"a stalled line search is reported as such (at the optimum within rounding): {r}")
 
 # ---- a large offset: mean 3e4, sd 0.5 (|mean|/sd = 6e4) ----
 N2, D2, C2 = 1500, 8, 3

@@ -539,6 +539,9 @@ static int train_mrmbench(probe_run *R, const rd_ctx *g, ptask *p, int64_t seed,
   free(perm);
   tree_ws ws;
   if (ws_init(&ws, U, O * d, g) != 0) rd_abort(g, __FILE__, __LINE__, "out of memory for the reduction tree");
+  /* which exchange the group uses, for RMDIAG_TIMING (a group of one exchanges nothing) */
+  if (g->size > 1)
+    rd_timing_mark(g->rank, R->job->name, ws.shared ? "exchange: shared memory" : "exchange: MPI_Allgatherv");
   const rd_probe_kernels *gk = gpu_kernels(R);
   /* when the group shares memory, the weights live in a shared window and each rank applies AdamW
    * to its share of them (the update is elementwise, so the bits do not depend on the shares) */
