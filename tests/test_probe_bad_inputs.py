@@ -202,4 +202,29 @@ for n in (0, 2, 3):
     check(outputs_in(os.path.join(cd, "out")) == [], f"corrupt chunk ({n} ranks): nothing written")
     msgs.append("\n".join(lines))
 check(len(set(msgs)) == 1, f"corrupt chunk: the same message for 1, 2 and 3 ranks: {msgs}")
+# Several jobs: a probe input found bad (a NaN feature, or a Mahalanobis covariance that cannot be
+# factored) stops the run before the earlier cm job writes anything; validate finds it too.
+cd = os.path.join(d, "multi_job")
+os.makedirs(cd, exist_ok=True)
+write_cm(os.path.join(cd, "cm.h5"), [[1.0, 0.5]], [[0.0, 0.0]], [[1, 0]], [0])
+a = base()
+a["t"]["X"][230, 3] = np.nan
+a["t"]["label"][230] = 1  # a row with a class: its features are checked
+with h5py.File(os.path.join(cd, "nan.h5"), "w") as f:
+    for k, v in a["t"].items():
+        f[f"probe/t/{k}"] = v
+a = base()
+maha_degenerate(a)
+with h5py.File(os.path.join(cd, "sing.h5"), "w") as f:
+    for k, v in a["t"].items():
+        f[f"probe/t/{k}"] = v
+for name, inp, extra, msg in (("nan", "nan.h5", {}, "/probe/t/X[230, 3] = nan"),
+                              ("sing", "sing.h5", {"kmeans": {"distance": "mahalanobis"}}, "Ledoit-Wolf shrinkage is 0")):
+    jobs = [{"name": "first", "kind": "cm", "input": "cm.h5", "bootstrap": 0},
+            dict({"name": "second", "kind": "probe", "input": inp, "tasks": {"t": TASKS["t"]}, "lr_grid": [1e-2]}, **extra)]
+    jp = write_job(os.path.join(cd, name + ".json"), jobs, output_dir="out_" + name)
+    for cmd, n in (("validate", 0), ("run", 0), ("run", 3)):
+        code, _, err = run([cmd, jp], ranks=n)
+        check(code == 2 and msg in err, f"multi-job {name} {cmd} ({n} ranks): exit {code} ({err.strip()})")
+        check(outputs_in(os.path.join(cd, "out_" + name)) == [], f"multi-job {name} {cmd}: nothing written")
 done()

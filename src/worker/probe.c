@@ -729,6 +729,23 @@ done:
   return st->code;
 }
 
+static int job_kmeans_maha(const rd_job *job) {
+  const probe_opts *o = job->opts;
+  return o->kmeans && o->distance == DIST_MAHALANOBIS;
+}
+
+/* Every check of the input that `run` makes (layout, labels and classes, splits, non-finite
+ * features, a Mahalanobis covariance that can be factored): a multi-job file checks all its jobs
+ * before any job writes. */
+static int probe_check(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd_status *st) {
+  probe_run R;
+  if (run_init(&R, ctx, job, jf, st) != RD_OK) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+  if (probe_prepare(&R, st) == RD_OK && probe_scan_values(&R, st) == RD_OK && job_kmeans_maha(job))
+    probe_maha_check(&R, st);
+  run_free(&R);
+  return st->code;
+}
+
 const rd_kind rd_kind_probe = {
     .name = "probe",
     .default_group = "/probe",
@@ -736,5 +753,6 @@ const rd_kind rd_kind_probe = {
     .parse = probe_parse,
     .free_opts = probe_free_opts,
     .validate = probe_validate,
+    .check = probe_check,
     .run = probe_run_job,
 };

@@ -145,6 +145,9 @@ typedef struct infer_result {
 } infer_result;
 
 int probe_kmeans_all(probe_run *R, infer_result *out, rd_status *st);
+/* Collective: factors each model's Mahalanobis covariance (as probe_kmeans_all does) only to check
+ * that it can be factored. */
+int probe_maha_check(probe_run *R, rd_status *st);
 void probe_infer_free(infer_result *ir, int n);
 
 /* Student-t quantile (two-sided 95 % uses p = 0.975). */

@@ -442,6 +442,21 @@ void probe_infer_free(infer_result *ir, int n) {
   }
 }
 
+int probe_maha_check(probe_run *R, rd_status *st) {
+  const rd_ctx *ctx = R->ctx;
+  int T = R->o->n_tasks;
+  for (int m = 0; m < R->n_models && st->code == RD_OK; m++) {
+    int64_t d = R->pt[m * T].X.d;
+    if (ctx->rank == m % ctx->size) {
+      double shrink, *L = rd_malloc_big(sizeof(double) * (size_t)(d * d), st, "covariance factor");
+      if (L) maha_factor(R, m, L, &shrink, st);
+      free(L);
+    }
+    rd_agree(ctx, st);
+  }
+  return st->code;
+}
+
 int probe_kmeans_all(probe_run *R, infer_result *out, rd_status *st) {
   const rd_ctx *ctx = R->ctx;
   const probe_opts *o = R->o;
