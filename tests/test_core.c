@@ -2,14 +2,17 @@
  * JSON helpers, the row partition and the job file parser. Expected values are published test
  * vectors or worked by hand. */
 #include <mpi.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "rmdiag/comm.h"
 #include "rmdiag/idmap.h"
 #include "rmdiag/job.h"
 #include "rmdiag/jsonutil.h"
+#include "rmdiag/output.h"
 #include "rmdiag/rng.h"
 #include "rmdiag/scan.h"
 #include "rmdiag/sha256.h"
@@ -201,6 +204,65 @@ static int parse_text(const char *text, rd_status *st) {
   return rc;
 }
 
+/* ---- the output-replacement journal: what a signal handler's rollback restores ---- */
+static void put(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  if (f) fputs(text, f), fclose(f);
+}
+
+static int has(const char *path, const char *text) {
+  char buf[64] = "";
+  FILE *f = fopen(path, "r");
+  if (!f) return text == NULL;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  return text && strcmp(buf, text) == 0;
+}
+
+static void test_commit_rollback(void) {
+  char dir[] = "/tmp/rmdiag-commit-XXXXXX";
+  if (!mkdtemp(dir)) {
+    CHECK(0, "mkdtemp");
+    return;
+  }
+  char j[128], h[128], st[128], old[128];
+  snprintf(j, sizeof j, "%s/x.json", dir);
+  snprintf(h, sizeof h, "%s/x.h5", dir);
+  snprintf(st, sizeof st, "%s/.x.json.stale", dir);
+  snprintf(old, sizeof old, "%s/.x.h5.old", dir);
+  /* 1: the old report moved aside, the new .h5 renamed in: both old files come back */
+  put(st, "old report"), put(old, "old h5"), put(h, "new h5");
+  rd_commit_begin(j, h, st, old, 1);
+  rd_commit_step(1);
+  rd_tmp_cleanup();
+  CHECK(has(j, "old report") && has(h, "old h5") && has(st, NULL) && has(old, NULL),
+        "rollback after the .h5 was replaced restores the old pair");
+  /* 2: the old report moved aside, the .h5 not yet replaced: the report comes back, the link goes */
+  rename(j, st);
+  link(h, old);
+  rd_commit_begin(j, h, st, old, 1);
+  rd_tmp_cleanup();
+  CHECK(has(j, "old report") && has(h, "old h5") && has(st, NULL) && has(old, NULL),
+        "rollback before the .h5 was replaced restores the report and drops the second link");
+  /* 3: no second link could be made and the .h5 was replaced: the old .h5 is gone, so no report
+   * may claim it; neither file stands */
+  rename(j, st);
+  put(h, "new h5");
+  rd_commit_begin(j, h, st, NULL, 1);
+  rd_commit_step(1);
+  rd_tmp_cleanup();
+  CHECK(has(j, NULL) && has(h, NULL) && has(st, NULL), "without a second link nothing inconsistent stands");
+  /* 4: after rd_commit_end a cleanup changes nothing */
+  put(j, "new report"), put(h, "new h5");
+  rd_commit_begin(j, h, NULL, NULL, 0);
+  rd_commit_step(1);
+  rd_commit_end();
+  rd_tmp_cleanup();
+  CHECK(has(j, "new report") && has(h, "new h5"), "a finished replacement is left alone");
+  unlink(j), unlink(h), rmdir(dir);
+}
+
 static void test_jobfile(void) {
   rd_status st;
   CHECK(parse_text("{\"output_dir\": \"o\", \"jobs\": [{\"name\": \"a\", \"kind\": \"cm\", \"input\": \"x.h5\"}]}", &st) ==
@@ -251,6 +313,7 @@ int main(int argc, char **argv) {
   test_idmap_scan_json();
   test_partition();
   test_jobfile();
+  test_commit_rollback();
   int rc = t_finish("test_core");
   MPI_Finalize();
   return rc;

@@ -19,8 +19,20 @@ void rd_tmp_unregister(const char *path);
  * when it is empty. */
 void rd_made_dir_register(const char *dir);
 /* Removes every registered temporary file, and the registered folder if empty (signal handlers,
- * aborts). Async-signal-safe. */
+ * aborts), after rolling back an output replacement in progress. Async-signal-safe. */
 void rd_tmp_cleanup(void);
+
+/* The replacement of a finished job's outputs, journalled so that a signal in the middle restores
+ * the old report and .h5 (the old pair stands until the new pair is complete):
+ * rd_commit_begin(json, h5, stale_json or NULL, old_h5 or NULL, h5_existed) before the old report
+ * moves to stale_json (old_h5: a second link to the old .h5; NULL with h5_existed when no link could
+ * be made, in which case the old report is not restored over a replaced .h5); rd_commit_step(1)
+ * once the new .h5 has been renamed into place; rd_commit_end() once the new report is in place. */
+void rd_commit_begin(const char *json, const char *h5, const char *stale_json, const char *old_h5, int h5_existed);
+void rd_commit_step(int h5_replaced);
+void rd_commit_end(void);
+/* Undoes the replacement in progress, if any (async-signal-safe; rd_tmp_cleanup calls it). */
+void rd_commit_rollback(void);
 /* Set by the handler; long loops may poll it. */
 extern volatile int rd_interrupted;
 

@@ -38,7 +38,51 @@ void rd_made_dir_register(const char *dir) {
   made_dir_set = 1;
 }
 
+/* The journal of an output replacement (see rd_commit_begin). */
+static char commit_json[TMP_LEN], commit_h5[TMP_LEN], commit_stale[TMP_LEN], commit_old[TMP_LEN];
+static volatile sig_atomic_t commit_active, commit_h5_replaced, commit_has_stale, commit_has_old, commit_h5_existed;
+
+void rd_commit_begin(const char *json, const char *h5, const char *stale_json, const char *old_h5, int h5_existed) {
+  commit_active = 0;
+  snprintf(commit_json, TMP_LEN, "%s", json);
+  snprintf(commit_h5, TMP_LEN, "%s", h5);
+  snprintf(commit_stale, TMP_LEN, "%s", stale_json ? stale_json : "");
+  snprintf(commit_old, TMP_LEN, "%s", old_h5 ? old_h5 : "");
+  commit_has_stale = stale_json != NULL;
+  commit_has_old = old_h5 != NULL;
+  commit_h5_existed = h5_existed;
+  commit_h5_replaced = 0;
+  commit_active = 1;
+}
+
+void rd_commit_step(int h5_replaced) { commit_h5_replaced = h5_replaced; }
+
+void rd_commit_end(void) { commit_active = 0; }
+
+/* Undoes a replacement in progress: the old .h5 back over a new one, the old report back. */
+void rd_commit_rollback(void) {
+  if (!commit_active) return;
+  int restore_report = commit_has_stale;
+  if (commit_h5_replaced) {
+    if (commit_has_old) {
+      rename(commit_old, commit_h5);
+    } else {
+      unlink(commit_h5);  /* the new .h5 must not stand without its report */
+      if (commit_h5_existed) {
+        /* the old .h5 is gone (no second link could be made): no report may claim it */
+        restore_report = 0;
+        if (commit_has_stale) unlink(commit_stale);
+      }
+    }
+  } else if (commit_has_old) {
+    unlink(commit_old);  /* a second link to the .h5 still in place */
+  }
+  if (restore_report) rename(commit_stale, commit_json);
+  commit_active = 0;
+}
+
 void rd_tmp_cleanup(void) {
+  rd_commit_rollback();
   for (int i = 0; i < TMP_SLOTS; i++)
     if (tmp_used[i]) unlink(tmp_paths[i]);
   if (made_dir_set) rmdir(made_dir);  /* fails harmlessly unless empty */

@@ -219,35 +219,38 @@ static int fsync_path(const char *path, rd_status *st) {
 static int commit_outputs(const job_plan *p, const char *h5tmp, const char *json_text, rd_status *st) {
   char *stale_json = NULL, *old_h5 = NULL;
   RD_TRY(fsync_path(h5tmp, st));
-  if (access(p->json_path, F_OK) == 0 && (stale_json = rd_side_path(p->json_path, "stale"))) {
-    rd_tmp_register(stale_json);
-    if (rename(p->json_path, stale_json) != 0) {
-      rd_tmp_unregister(stale_json);
-      free(stale_json);
-      return rd_fail(st, RD_EFAIL, "cannot move the old report %s aside: %s", p->json_path, strerror(errno));
-    }
+  /* the journal lets a signal at any point below restore the old pair (rd_tmp_cleanup) */
+  stale_json = access(p->json_path, F_OK) == 0 ? rd_side_path(p->json_path, "stale") : NULL;
+  int h5_existed = access(p->h5_path, F_OK) == 0;
+  old_h5 = h5_existed ? rd_side_path(p->h5_path, "old") : NULL;
+  if (old_h5 && link(p->h5_path, old_h5) != 0) {
+    free(old_h5);
+    old_h5 = NULL;
   }
-  if (access(p->h5_path, F_OK) == 0 && (old_h5 = rd_side_path(p->h5_path, "old"))) {
-    rd_tmp_register(old_h5);
-    if (link(p->h5_path, old_h5) != 0) {
-      rd_tmp_unregister(old_h5);
-      free(old_h5);
-      old_h5 = NULL;
-    }
+  /* (begun before the report moves: rolling back a move that has not happened fails harmlessly) */
+  rd_commit_begin(p->json_path, p->h5_path, stale_json, old_h5, h5_existed);
+  if (stale_json && rename(p->json_path, stale_json) != 0) {
+    rd_commit_end();
+    if (old_h5) unlink(old_h5);
+    rd_fail(st, RD_EFAIL, "cannot move the old report %s aside: %s", p->json_path, strerror(errno));
+    free(stale_json);
+    free(old_h5);
+    return st->code;
   }
   if (rename(h5tmp, p->h5_path) != 0) {
     rd_fail(st, RD_EFAIL, "cannot rename %s to %s: %s", h5tmp, p->h5_path, strerror(errno));
     if (stale_json) rename(stale_json, p->json_path);  /* nothing changed: the old report stands */
+    if (old_h5) unlink(old_h5);
+    rd_commit_end();
   } else {
-    rd_write_file_atomic(p->json_path, json_text, st);
-  }
-  if (stale_json) {
-    unlink(stale_json);
-    rd_tmp_unregister(stale_json);
-  }
-  if (old_h5) {
-    unlink(old_h5);
-    rd_tmp_unregister(old_h5);
+    rd_commit_step(1);
+    if (rd_write_file_atomic(p->json_path, json_text, st) == RD_OK) {
+      rd_commit_end();  /* the new pair is complete: the old files can go */
+      if (stale_json) unlink(stale_json);
+      if (old_h5) unlink(old_h5);
+    } else {
+      rd_commit_rollback();  /* the report could not be written: the old pair comes back */
+    }
   }
   free(stale_json);
   free(old_h5);
