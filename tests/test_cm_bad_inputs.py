@@ -190,6 +190,19 @@ with open(os.path.join(cd, "in.h5"), "wb") as f:
     f.write(raw)
 case("corrupt_heap", make_input=False, ranks=(0, 2), expect=["in.h5: dataset /cm/user"])
 
+# A nested output_dir whose folders this run would create: a failure leaves none of them
+cd = os.path.join(d, "nested_out")
+os.makedirs(cd, exist_ok=True)
+bad_rc = base["rc"].copy()
+bad_rc[8500, 2] = np.nan
+write_cm(os.path.join(cd, "in.h5"), bad_rc, base["rr"], base["flags"], base["user"])
+jp = write_job(os.path.join(cd, "job.json"), [{"name": "bad", "kind": "cm", "input": "in.h5", "bootstrap": 0}],
+               output_dir="fresh/x/y")
+for n in (0, 2):
+    code, _, err = run(["run", jp], ranks=n)
+    check(code == 2 and "= nan" in err, f"nested output_dir ({n} ranks): exit {code} ({err.strip()})")
+    check(not os.path.exists(os.path.join(cd, "fresh")), f"nested output_dir ({n} ranks): no folder left behind")
+
 # Several jobs: a bad input in a later job is found before any job writes anything.
 cd = os.path.join(d, "multi_job")
 os.makedirs(cd, exist_ok=True)

@@ -15,9 +15,12 @@ void rd_signals_install(void);
 /* Registers / unregisters a temporary path for removal on a signal (at most a few at a time). */
 void rd_tmp_register(const char *path);
 void rd_tmp_unregister(const char *path);
-/* Registers the output folder a run created (NULL: none), to be removed with the temporary files
- * when it is empty. */
-void rd_made_dir_register(const char *dir);
+/* Registers the output folder a run creates (NULL: none) and the topmost of its ancestors that did
+ * not exist either (top; dir itself when only it was missing): on a failure or a signal they are
+ * removed, leaf first, as far as they are empty. */
+void rd_made_dir_register(const char *dir, const char *top);
+/* Removes the registered folders that are empty (leaf up to top). Async-signal-safe. */
+void rd_made_dir_remove(void);
 /* Removes every registered temporary file, and the registered folder if empty (signal handlers,
  * aborts), after rolling back an output replacement in progress. Async-signal-safe. */
 void rd_tmp_cleanup(void);

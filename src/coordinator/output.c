@@ -27,15 +27,34 @@ volatile int rd_interrupted = 0;
 static char tmp_paths[TMP_SLOTS][TMP_LEN];
 static volatile sig_atomic_t tmp_used[TMP_SLOTS];
 
-/* An output folder this run created: removed (if empty) with the temporary files. */
-static char made_dir[TMP_LEN];
+/* The output folders this run created (leaf and the topmost new ancestor): removed (if empty) with
+ * the temporary files. */
+static char made_dir[TMP_LEN], made_top[TMP_LEN], made_scratch[TMP_LEN];
 static volatile sig_atomic_t made_dir_set;
 
-void rd_made_dir_register(const char *dir) {
+void rd_made_dir_register(const char *dir, const char *top) {
   made_dir_set = 0;
   if (!dir) return;
   snprintf(made_dir, sizeof made_dir, "%s", dir);
+  snprintf(made_top, sizeof made_top, "%s", top ? top : dir);
   made_dir_set = 1;
+}
+
+void rd_made_dir_remove(void) {
+  if (!made_dir_set) return;
+  size_t n = 0;
+  while (n + 1 < TMP_LEN && made_dir[n]) made_scratch[n] = made_dir[n], n++;
+  made_scratch[n] = '\0';
+  for (;;) {
+    if (rmdir(made_scratch) != 0) return;  /* not empty (or gone): its parents stay too */
+    size_t k = 0;
+    while (made_top[k] && made_scratch[k] == made_top[k]) k++;
+    if (!made_top[k] && !made_scratch[k]) return;  /* that was the top */
+    while (n > 0 && made_scratch[n - 1] != '/') n--;
+    while (n > 0 && made_scratch[n - 1] == '/') n--;
+    if (n == 0) return;
+    made_scratch[n] = '\0';
+  }
 }
 
 /* The journal of an output replacement (see rd_commit_begin). */
@@ -85,7 +104,7 @@ void rd_tmp_cleanup(void) {
   rd_commit_rollback();
   for (int i = 0; i < TMP_SLOTS; i++)
     if (tmp_used[i]) unlink(tmp_paths[i]);
-  if (made_dir_set) rmdir(made_dir);  /* fails harmlessly unless empty */
+  rd_made_dir_remove();  /* fails harmlessly unless empty */
 }
 
 static void on_signal(int sig) {

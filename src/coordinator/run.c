@@ -345,8 +345,27 @@ int rd_cmd_run(rd_ctx *ctx, const char *jobpath, const rd_run_flags *fl, rd_stat
   for (int i = 0; i < jf.n_jobs; i++) any_write |= plans[i].action == RD_OUT_WRITE;
   if (any_write && ctx->rank == 0) {
     made_dir = access(jf.output_dir, F_OK) != 0;
+    if (made_dir) {
+      /* the topmost folder of output_dir that does not exist yet: everything from there down is
+       * this run's, and goes again if the run fails */
+      char *top = strdup(jf.output_dir), *up = strdup(jf.output_dir);
+      if (!top || !up) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+      for (;;) {
+        char *slash = strrchr(up, '/');
+        while (slash && slash > up && slash[1] == '\0') {  /* trailing slashes */
+          *slash = '\0';
+          slash = strrchr(up, '/');
+        }
+        if (!slash || slash == up) break;
+        *slash = '\0';
+        if (access(up, F_OK) == 0) break;
+        strcpy(top, up);
+      }
+      rd_made_dir_register(jf.output_dir, top);
+      free(top);
+      free(up);
+    }
     rd_mkdirs(jf.output_dir, st);
-    if (made_dir) rd_made_dir_register(jf.output_dir);
   }
   if (rd_share_status(ctx, st, 0) != RD_OK) goto done;
   for (int i = 0; i < jf.n_jobs; i++) {
@@ -359,8 +378,8 @@ int rd_cmd_run(rd_ctx *ctx, const char *jobpath, const rd_run_flags *fl, rd_stat
   }
 done:
   /* a failed run leaves no trace: the output folder goes too if this run made it and it is empty */
-  if (st->code != RD_OK && made_dir) rmdir(jf.output_dir);
-  if (made_dir && ctx->rank == 0) rd_made_dir_register(NULL);
+  if (st->code != RD_OK && made_dir) rd_made_dir_remove();
+  if (made_dir && ctx->rank == 0) rd_made_dir_register(NULL, NULL);
   if (ctx->backend && ctx->backend != &rd_backend_cpu) ctx->backend->fini();
   plans_free(plans, jf.n_jobs);
   rd_jobfile_free(&jf);
