@@ -94,4 +94,12 @@ check(code == 0 and err == "", f"--quiet on a chunked input prints nothing on st
 check(out.startswith("cm q: 3 pairs, 2 users, 2 runs"), f"--quiet keeps the summary table on stdout: {out[:200]}")
 code, _, err = run(["validate", jq, "--quiet"])
 check(code == 0 and err == "", f"validate --quiet on a chunked input prints nothing: {err[:300]}")
+# a folder where a report goes is never replaced, --force or not
+jf_ = write_job(os.path.join(d, "folder.json"), [{"name": "q", "kind": "cm", "input": "q.h5", "bootstrap": 0}],
+                output_dir="out_folder")
+os.makedirs(os.path.join(d, "out_folder", "q.json", "inner"), exist_ok=True)
+code, _, err = run(["run", jf_, "--force"])
+check(code == 2 and "q.json exists and is not a file" in err, f"a folder in the way: {code} {err}")
+check(sorted(os.listdir(os.path.join(d, "out_folder"))) == ["q.json"] and
+      os.listdir(os.path.join(d, "out_folder", "q.json")) == ["inner"], "the folder is left as it was, nothing else written")
 done()

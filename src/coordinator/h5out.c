@@ -9,6 +9,13 @@
 
 #include "rmdiag/output.h"
 
+/* The file an HDF5 object belongs to, for messages ("?" when unknown; one buffer, used at once). */
+static const char *file_of(hid_t obj) {
+  static char buf[4096];
+  if (H5Fget_name(obj, buf, sizeof buf) <= 0) snprintf(buf, sizeof buf, "?");
+  return buf;
+}
+
 int rd_h5_create(const char *path, hid_t *out, rd_status *st) {
   hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
   H5Pset_obj_track_times(fcpl, 0);
@@ -39,7 +46,7 @@ int rd_h5_make_groups(hid_t f, const char *path, int parent_only, rd_status *st)
       buf[i] = '\0';
       if (H5Lexists(f, buf, H5P_DEFAULT) <= 0) {
         hid_t g = H5Gcreate2(f, buf, H5P_DEFAULT, gcpl, H5P_DEFAULT);
-        if (g < 0) rc = rd_fail(st, RD_EFAIL, "cannot create output group %s", buf);
+        if (g < 0) rc = rd_fail(st, RD_EFAIL, "%s: cannot create output group %s", file_of(f), buf);
         else H5Gclose(g);
       }
       buf[i] = save;
@@ -64,10 +71,10 @@ static int write_ds(hid_t f, const char *path, int ndims, const int64_t *dims, h
   hid_t ds = H5Dcreate2(f, path, filetype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
   int rc = RD_OK;
   if (ds < 0) {
-    rc = rd_fail(st, RD_EFAIL, "cannot create output dataset %s", path);
+    rc = rd_fail(st, RD_EFAIL, "%s: cannot create output dataset %s", file_of(f), path);
   } else {
     if (total > 0 && H5Dwrite(ds, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)
-      rc = rd_fail(st, RD_EFAIL, "cannot write output dataset %s", path);
+      rc = rd_fail(st, RD_EFAIL, "%s: cannot write output dataset %s", file_of(f), path);
     H5Dclose(ds);
   }
   H5Pclose(dcpl);
@@ -100,10 +107,10 @@ int rd_h5_write_chunked(hid_t f, const char *path, int ndims, const int64_t *dim
   hid_t ds = H5Dcreate2(f, path, filetype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
   int rc = RD_OK;
   if (ds < 0) {
-    rc = rd_fail(st, RD_EFAIL, "cannot create output dataset %s (chunked, deflate)", path);
+    rc = rd_fail(st, RD_EFAIL, "%s: cannot create output dataset %s (chunked, deflate)", file_of(f), path);
   } else {
     if (H5Dwrite(ds, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)
-      rc = rd_fail(st, RD_EFAIL, "cannot write output dataset %s", path);
+      rc = rd_fail(st, RD_EFAIL, "%s: cannot write output dataset %s", file_of(f), path);
     H5Dclose(ds);
   }
   H5Pclose(dcpl);
@@ -144,7 +151,7 @@ int rd_h5_write_strings(hid_t f, const char *path, int64_t n, const char *const 
   int rc = RD_OK;
   (void)dims;
   if (ds < 0 || (n > 0 && H5Dwrite(ds, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, strs) < 0))
-    rc = rd_fail(st, RD_EFAIL, "cannot write output dataset %s", path);
+    rc = rd_fail(st, RD_EFAIL, "%s: cannot write output dataset %s", file_of(f), path);
   if (ds >= 0) H5Dclose(ds);
   H5Pclose(dcpl);
   H5Sclose(space);
@@ -160,7 +167,8 @@ int rd_h5_write_attr_string(hid_t f, const char *obj_path, const char *name, con
   hid_t space = H5Screate(H5S_SCALAR);
   hid_t a = H5Acreate_by_name(f, obj_path, name, t, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   int rc = RD_OK;
-  if (a < 0 || H5Awrite(a, t, &value) < 0) rc = rd_fail(st, RD_EFAIL, "cannot write attribute %s on %s", name, obj_path);
+  if (a < 0 || H5Awrite(a, t, &value) < 0)
+    rc = rd_fail(st, RD_EFAIL, "%s: cannot write attribute %s on %s", file_of(f), name, obj_path);
   if (a >= 0) H5Aclose(a);
   H5Sclose(space);
   H5Tclose(t);

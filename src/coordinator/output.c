@@ -296,6 +296,14 @@ int rd_output_decide(const char *json_path, const char *h5_path, const char *spe
   *action = RD_OUT_WRITE;
   int have_json = access(json_path, F_OK) == 0, have_h5 = access(h5_path, F_OK) == 0;
   if (!have_json && !have_h5) return RD_OK;
+  /* a folder in the way is never replaced, --force or not */
+  struct stat sb;
+  for (int k = 0; k < 2; k++) {
+    const char *p = k ? h5_path : json_path;
+    if (stat(p, &sb) == 0 && !S_ISREG(sb.st_mode))
+      return rd_fail(st, RD_EINPUT, "%s exists and is not a file; nothing was written: move it away or choose another "
+                     "output_dir", p);
+  }
   char js[128] = "", hs[128] = "";
   if (have_json) json_spec(json_path, js, sizeof js);
   if (have_h5) h5_spec(h5_path, hs, sizeof hs);
