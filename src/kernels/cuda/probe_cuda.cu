@@ -17,8 +17,8 @@ extern "C" {
 #include "cuda_check.h"
 
 struct rows_dev {
-  double *X;              // [n, d] row-major
-  int64_t n, d;
+  double *X;              // [n, pitch] row-major, the d features then zeros
+  int64_t n, d, pitch;    // pitch: d rounded up to 32 doubles (256 bytes)
   double *W, *b, *Z, *R, *G, *gb;
   int32_t *y;
   int64_t cap_w, cap_rows;
@@ -42,9 +42,10 @@ void rd_probe_cuda_release(void) {
   blas_ready = 0;
 }
 
-__global__ void widen_kernel(const float *x, double *y, long long n) {
+// Rows of d floats to rows of `pitch` doubles (features widened exactly; the padding was zeroed).
+__global__ void widen_kernel(const float *x, double *y, long long n, long long d, long long pitch) {
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = (double)x[i];
+  if (i < n) y[(i / d) * pitch + i % d] = (double)x[i];
 }
 
 // One thread per row: logits (+ bias) to scaled residuals, as rd_probe_residuals does on the CPU.
@@ -95,11 +96,18 @@ static void *cuda_rows_upload(const float *X, int64_t n, int64_t d, char *err, s
   }
   h->n = n;
   h->d = d;
+  // Every row starts 256-byte aligned (cudaMalloc's base is), so a block of rows starting at any row
+  // is aligned alike and cuBLAS picks the same kernels whatever the rank count that set row0.
+  h->pitch = (d + 31) / 32 * 32;
+  // The float rows go up in chunks of at most 2^24 floats (64 MB), so the device holds the float64
+  // rows and one chunk, not a second full copy.
+  const int64_t chunk_rows = d > 0 ? ((int64_t)1 << 24) / d + 1 : 1;
   float *tmp = NULL;
-  size_t cnt = (size_t)(n * d);
+  size_t cnt = (size_t)(n * h->pitch);
+  size_t tmp_cnt = (size_t)((n < chunk_rows ? n : chunk_rows) * d);
   if (cudaMalloc(&h->X, sizeof(double) * (cnt ? cnt : 1)) != cudaSuccess ||
-      cudaMalloc(&tmp, sizeof(float) * (cnt ? cnt : 1)) != cudaSuccess ||
-      cudaMemcpy(tmp, X, sizeof(float) * cnt, cudaMemcpyHostToDevice) != cudaSuccess) {
+      cudaMemset(h->X, 0, sizeof(double) * (cnt ? cnt : 1)) != cudaSuccess ||
+      cudaMalloc(&tmp, sizeof(float) * (tmp_cnt ? tmp_cnt : 1)) != cudaSuccess) {
     snprintf(err, errlen, "cannot place %lld x %lld feature rows on the GPU: %s", (long long)n, (long long)d,
              cudaGetErrorString(cudaGetLastError()));
     cudaFree(tmp);
@@ -107,13 +115,22 @@ static void *cuda_rows_upload(const float *X, int64_t n, int64_t d, char *err, s
     free(h);
     return NULL;
   }
-  if (cnt) {
-    widen_kernel<<<(unsigned)((cnt + 255) / 256), 256>>>(tmp, h->X, (long long)cnt);
-    cudaDeviceSynchronize();
+  int ok = 1;
+  for (int64_t r0 = 0; r0 < n && ok; r0 += chunk_rows) {
+    int64_t m = n - r0 < chunk_rows ? n - r0 : chunk_rows;
+    long long el = (long long)(m * d);
+    if (el == 0) continue;
+    ok = cudaMemcpy(tmp, X + r0 * d, sizeof(float) * (size_t)el, cudaMemcpyHostToDevice) == cudaSuccess;
+    if (ok) {
+      widen_kernel<<<(unsigned)((el + 255) / 256), 256>>>(tmp, h->X + r0 * h->pitch, el, (long long)d,
+                                                          (long long)h->pitch);
+      ok = cudaDeviceSynchronize() == cudaSuccess && cudaGetLastError() == cudaSuccess;
+    }
   }
   cudaFree(tmp);
-  if (cudaGetLastError() != cudaSuccess) {
-    snprintf(err, errlen, "widening the feature rows on the GPU failed");
+  if (!ok) {
+    snprintf(err, errlen, "copying and widening the feature rows on the GPU failed: %s",
+             cudaGetErrorString(cudaGetLastError()));
     cudaFree(h->X);
     free(h);
     return NULL;
@@ -190,18 +207,18 @@ static int cuda_block_grads(void *p, const rd_probe_heads *hd, int nblk, const i
                (long long)(row0[k] + n - 1));
       return 1;
     }
-    const double *Xk = h->X + row0[k] * d;
+    const double *Xk = h->X + row0[k] * h->pitch;
     // Z (row-major n x O) = X W^T: column-major Z^T (O x n) = W^T (O x d) X^T (d x n)
-    RD_CUBLAS_TRY(cublasDgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, O, (int)n, (int)d, &one, h->W, (int)d, Xk, (int)d, &zero,
-                            h->Z, O),
+    RD_CUBLAS_TRY(cublasDgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, O, (int)n, (int)d, &one, h->W, (int)d, Xk, (int)h->pitch,
+                            &zero, h->Z, O),
                 err, errlen);
     RD_CUDA_TRY(cudaMemcpy(h->y, y + row0[k], sizeof(int32_t) * (size_t)n, cudaMemcpyHostToDevice), err, errlen);
     residual_kernel<<<(unsigned)((n + 127) / 128), 128>>>(h->Z, hd->b ? h->b : NULL, h->y, (long long)n, hd->L,
                                                           hd->K, scale, h->R);
     RD_CUDA_TRY(cudaGetLastError(), err, errlen);
     // G (row-major O x d) = R^T X: column-major G^T (d x O) = X^T (d x n) R (n x O)
-    RD_CUBLAS_TRY(cublasDgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, (int)d, O, (int)n, &one, Xk, (int)d, h->R, O, &zero, h->G,
-                            (int)d),
+    RD_CUBLAS_TRY(cublasDgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, (int)d, O, (int)n, &one, Xk, (int)h->pitch, h->R, O, &zero,
+                            h->G, (int)d),
                 err, errlen);
     RD_CUDA_TRY(cudaMemcpy(o, h->G, sizeof(double) * (size_t)(O * d), cudaMemcpyDeviceToHost), err, errlen);
     if (hd->b) {
