@@ -5,6 +5,7 @@
 
 #include <hdf5.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "rmdiag/status.h"
 
@@ -17,7 +18,12 @@ typedef struct rd_h5_atomic {
   const char *final;
 } rd_h5_atomic;
 int rd_h5_atomic_create(const char *final, rd_h5_atomic *a, rd_status *st);
+/* Closes and renames into place, unless the final path is one of the files the import read (see
+ * rd_input_fopen): then the output is dropped and the input left intact (exit 2). */
 int rd_h5_atomic_finish(rd_h5_atomic *a, rd_status *st);
+/* fopen(path, "rb") for an importer's input, remembering the file (device, inode) so that no output
+ * is ever renamed over it. */
+FILE *rd_input_fopen(const char *path);
 
 /* Creates (truncating) an HDF5 file for writing with the serial driver. */
 int rd_h5_create(const char *path, hid_t *out, rd_status *st);

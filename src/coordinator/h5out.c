@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "rmdiag/output.h"
@@ -184,8 +185,41 @@ int rd_h5_atomic_create(const char *final, rd_h5_atomic *a, rd_status *st) {
   return rd_h5_create(a->tmp, &a->h, st);
 }
 
+/* The files importers have read (device, inode). */
+static struct {
+  dev_t dev;
+  ino_t ino;
+} *inputs_seen;
+static size_t n_inputs_seen, cap_inputs_seen;
+
+FILE *rd_input_fopen(const char *path) {
+  FILE *fp = fopen(path, "rb");
+  struct stat sb;
+  if (fp && fstat(fileno(fp), &sb) == 0) {
+    if (n_inputs_seen == cap_inputs_seen) {
+      size_t cap = cap_inputs_seen ? 2 * cap_inputs_seen : 16;
+      void *q = realloc(inputs_seen, cap * sizeof *inputs_seen);
+      if (!q) return fp;  /* only the -o check is weakened; cli.c has refused the plain cases */
+      inputs_seen = q;
+      cap_inputs_seen = cap;
+    }
+    inputs_seen[n_inputs_seen].dev = sb.st_dev;
+    inputs_seen[n_inputs_seen].ino = sb.st_ino;
+    n_inputs_seen++;
+  }
+  return fp;
+}
+
 int rd_h5_atomic_finish(rd_h5_atomic *a, rd_status *st) {
   if (!a->tmp) return st->code;
+  struct stat sb;
+  if (st->code == RD_OK && stat(a->final, &sb) == 0)
+    for (size_t i = 0; i < n_inputs_seen; i++)
+      if (inputs_seen[i].dev == sb.st_dev && inputs_seen[i].ino == sb.st_ino) {
+        rd_fail(st, RD_EINPUT, "-o %s is also one of the files this import read; write the output elsewhere (the input "
+                "is left as it was)", a->final);
+        break;
+      }
   if (a->h >= 0 && H5Fclose(a->h) < 0 && st->code == RD_OK)
     rd_fail(st, RD_EFAIL, "%s: closing the output HDF5 file failed", a->tmp);
   a->h = H5I_INVALID_HID;

@@ -440,7 +440,7 @@ int rd_import_cm_csv(int argc, char **argv, const char *out_path, FILE *log, rd_
   if (!input) return rd_fail(st, RD_EINPUT, "rmdiag import cm-csv: missing INPUT.csv");
   if (group[0] != '/' || strlen(group) > 255)
     return rd_fail(st, RD_EINPUT, "rmdiag import cm-csv: --group must be an HDF5 path starting with '/' (at most 255 bytes)");
-  FILE *fp = fopen(input, "rb");
+  FILE *fp = rd_input_fopen(input);
   if (!fp) return rd_fail(st, RD_EINPUT, "%s: cannot open (%s)", input, strerror(errno));
   csv_state S;
   memset(&S, 0, sizeof S);

@@ -286,7 +286,7 @@ static int open_safetensors(feat_file *F, const char *tensor, rd_status *st) {
 static int feat_open(feat_file *F, const char *path, const char *tensor, rd_status *st) {
   memset(F, 0, sizeof *F);
   F->path = path;
-  F->fp = fopen(path, "rb");
+  F->fp = rd_input_fopen(path);
   if (!F->fp) return rd_fail(st, RD_EINPUT, "%s: cannot open (%s)", path, strerror(errno));
   size_t n = strlen(path);
   if (n >= 4 && strcasecmp(path + n - 4, ".npy") == 0) return open_npy(F, st);
@@ -518,7 +518,7 @@ static int read_labels(labels *L, const char *path, rd_status *st) {
   memset(L, 0, sizeof *L);
   L->file = path;
   L->st = st;
-  FILE *fp = fopen(path, "rb");
+  FILE *fp = rd_input_fopen(path);
   if (!fp) return rd_fail(st, RD_EINPUT, "%s: cannot open (%s)", path, strerror(errno));
   size_t n = strlen(path);
   int jsonl = (n >= 6 && strcasecmp(path + n - 6, ".jsonl") == 0) || (n >= 5 && strcasecmp(path + n - 5, ".json") == 0);

@@ -452,7 +452,7 @@ typedef struct jrow {
 } jrow;
 
 static int read_file(const char *path, char **buf, size_t *len, rd_status *st) {
-  FILE *fp = fopen(path, "rb");
+  FILE *fp = rd_input_fopen(path);
   if (!fp) return rd_fail(st, RD_EINPUT, "%s: cannot open (%s)", path, strerror(errno));
   size_t cap = 1 << 16, n = 0;
   char *b = malloc(cap);

@@ -359,7 +359,7 @@ static int parallel_arrays(rb_state *S, const cJSON *obj, int32_t file) {
 }
 
 static int read_file(const char *path, char **text, size_t *len, rd_status *st) {
-  FILE *fp = fopen(path, "rb");
+  FILE *fp = rd_input_fopen(path);
   if (!fp) return rd_fail(st, RD_EINPUT, "%s: cannot open (%s)", path, strerror(errno));
   size_t cap = 1 << 16, n = 0;
   char *buf = malloc(cap);
