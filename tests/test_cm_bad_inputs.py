@@ -202,6 +202,16 @@ for n in (0, 2):
     code, _, err = run(["run", jp], ranks=n)
     check(code == 2 and "= nan" in err, f"nested output_dir ({n} ranks): exit {code} ({err.strip()})")
     check(not os.path.exists(os.path.join(cd, "fresh")), f"nested output_dir ({n} ranks): no folder left behind")
+# only the folders the run created go, however output_dir is written; the user's own folder stays
+os.makedirs(os.path.join(cd, "pre"), exist_ok=True)
+for out_dir, gone, kept in (("pre/a//b", "pre/a", "pre"), ("nb/b/", "nb", None), ("nc/d/" + "x" * 300, "nc", None)):
+    jp = write_job(os.path.join(cd, "job2.json"), [{"name": "bad", "kind": "cm", "input": "in.h5", "bootstrap": 0}],
+                   output_dir=out_dir)
+    code, _, err = run(["run", jp])
+    check(code in (1, 2), f"output_dir {out_dir[:20]}: fails ({code}: {err.strip()[:200]})")
+    check(not os.path.exists(os.path.join(cd, gone)), f"output_dir {out_dir[:20]}: {gone} (made by the run) removed")
+    if kept:
+        check(os.path.isdir(os.path.join(cd, kept)), f"output_dir {out_dir[:20]}: {kept} (the user's) kept")
 
 # Several jobs: a bad input in a later job is found before any job writes anything.
 cd = os.path.join(d, "multi_job")

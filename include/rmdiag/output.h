@@ -15,12 +15,11 @@ void rd_signals_install(void);
 /* Registers / unregisters a temporary path for removal on a signal (at most a few at a time). */
 void rd_tmp_register(const char *path);
 void rd_tmp_unregister(const char *path);
-/* Registers the output folder a run creates (NULL: none) and the topmost of its ancestors that did
- * not exist either (top; dir itself when only it was missing): on a failure or a signal they are
- * removed, leaf first, as far as they are empty. */
-void rd_made_dir_register(const char *dir, const char *top);
-/* Removes the registered folders that are empty (leaf up to top). Async-signal-safe. */
+/* The folders rd_mkdirs created (and only those) are remembered: rd_made_dir_remove removes them,
+ * deepest first, as far as they are empty (a failure or a signal; async-signal-safe);
+ * rd_made_dir_forget keeps them (a run that finished). */
 void rd_made_dir_remove(void);
+void rd_made_dir_forget(void);
 /* Removes every registered temporary file, and the registered folder if empty (signal handlers,
  * aborts), after rolling back an output replacement in progress. Async-signal-safe. */
 void rd_tmp_cleanup(void);

@@ -27,34 +27,22 @@ volatile int rd_interrupted = 0;
 static char tmp_paths[TMP_SLOTS][TMP_LEN];
 static volatile sig_atomic_t tmp_used[TMP_SLOTS];
 
-/* The output folders this run created (leaf and the topmost new ancestor): removed (if empty) with
- * the temporary files. */
-static char made_dir[TMP_LEN], made_top[TMP_LEN], made_scratch[TMP_LEN];
-static volatile sig_atomic_t made_dir_set;
+/* The folders rd_mkdirs created: made_path cut at made_pos[0..made_n) (shallowest first). */
+#define MADE_MAX 128
+static char made_path[TMP_LEN], made_scratch[TMP_LEN];
+static int made_pos[MADE_MAX];
+static volatile sig_atomic_t made_n;
 
-void rd_made_dir_register(const char *dir, const char *top) {
-  made_dir_set = 0;
-  if (!dir) return;
-  snprintf(made_dir, sizeof made_dir, "%s", dir);
-  snprintf(made_top, sizeof made_top, "%s", top ? top : dir);
-  made_dir_set = 1;
-}
+void rd_made_dir_forget(void) { made_n = 0; }
 
 void rd_made_dir_remove(void) {
-  if (!made_dir_set) return;
-  size_t n = 0;
-  while (n + 1 < TMP_LEN && made_dir[n]) made_scratch[n] = made_dir[n], n++;
-  made_scratch[n] = '\0';
-  for (;;) {
-    if (rmdir(made_scratch) != 0) return;  /* not empty (or gone): its parents stay too */
-    size_t k = 0;
-    while (made_top[k] && made_scratch[k] == made_top[k]) k++;
-    if (!made_top[k] && !made_scratch[k]) return;  /* that was the top */
-    while (n > 0 && made_scratch[n - 1] != '/') n--;
-    while (n > 0 && made_scratch[n - 1] == '/') n--;
-    if (n == 0) return;
+  for (int k = made_n - 1; k >= 0; k--) {
+    int n = made_pos[k];
+    for (int i = 0; i < n; i++) made_scratch[i] = made_path[i];
     made_scratch[n] = '\0';
+    rmdir(made_scratch);  /* fails harmlessly when not empty (or already gone) */
   }
+  made_n = 0;
 }
 
 /* The journal of an output replacement (see rd_commit_begin). */
@@ -156,13 +144,21 @@ int rd_mkdirs(const char *dir, rd_status *st) {
   size_t n = strlen(dir);
   if (n == 0 || n >= sizeof buf) return rd_fail(st, RD_EINPUT, "output_dir \"%s\" is not a usable path", dir);
   memcpy(buf, dir, n + 1);
+  made_n = 0;
+  if (n < TMP_LEN) memcpy(made_path, dir, n + 1);
   for (size_t i = 1; i <= n; i++) {
     if (buf[i] == '/' || buf[i] == '\0') {
       char save = buf[i];
       buf[i] = '\0';
-      if (mkdir(buf, 0777) != 0 && errno != EEXIST)  /* a file in the way is the job's fault, not the system's */
+      if (mkdir(buf, 0777) == 0) {
+        if (n < TMP_LEN && made_n < MADE_MAX) {  /* remembered: removed again if the run fails */
+          made_pos[made_n] = (int)i;
+          made_n = made_n + 1;
+        }
+      } else if (errno != EEXIST) {  /* a file in the way is the job's fault, not the system's */
         return rd_fail(st, errno == ENOTDIR ? RD_EINPUT : RD_EFAIL, "cannot create output folder %s: %s", buf,
                        strerror(errno));
+      }
       buf[i] = save;
     }
   }

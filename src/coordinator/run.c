@@ -344,27 +344,7 @@ int rd_cmd_run(rd_ctx *ctx, const char *jobpath, const rd_run_flags *fl, rd_stat
   int any_write = 0;
   for (int i = 0; i < jf.n_jobs; i++) any_write |= plans[i].action == RD_OUT_WRITE;
   if (any_write && ctx->rank == 0) {
-    made_dir = access(jf.output_dir, F_OK) != 0;
-    if (made_dir) {
-      /* the topmost folder of output_dir that does not exist yet: everything from there down is
-       * this run's, and goes again if the run fails */
-      char *top = strdup(jf.output_dir), *up = strdup(jf.output_dir);
-      if (!top || !up) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
-      for (;;) {
-        char *slash = strrchr(up, '/');
-        while (slash && slash > up && slash[1] == '\0') {  /* trailing slashes */
-          *slash = '\0';
-          slash = strrchr(up, '/');
-        }
-        if (!slash || slash == up) break;
-        *slash = '\0';
-        if (access(up, F_OK) == 0) break;
-        strcpy(top, up);
-      }
-      rd_made_dir_register(jf.output_dir, top);
-      free(top);
-      free(up);
-    }
+    made_dir = 1;  /* rd_mkdirs remembers the folders it creates (none when all exist) */
     rd_mkdirs(jf.output_dir, st);
   }
   if (rd_share_status(ctx, st, 0) != RD_OK) goto done;
@@ -377,9 +357,10 @@ int rd_cmd_run(rd_ctx *ctx, const char *jobpath, const rd_run_flags *fl, rd_stat
     if (run_job(ctx, &jf.jobs[i], &jf, &plans[i], backend_info, st) != RD_OK) goto done;
   }
 done:
-  /* a failed run leaves no trace: the output folder goes too if this run made it and it is empty */
+  /* a failed run leaves none of the folders it created (as far as they are empty); a finished one
+   * keeps them */
   if (st->code != RD_OK && made_dir) rd_made_dir_remove();
-  if (made_dir && ctx->rank == 0) rd_made_dir_register(NULL, NULL);
+  if (made_dir) rd_made_dir_forget();
   if (ctx->backend && ctx->backend != &rd_backend_cpu) ctx->backend->fini();
   plans_free(plans, jf.n_jobs);
   rd_jobfile_free(&jf);
