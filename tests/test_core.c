@@ -226,37 +226,58 @@ static void test_commit_rollback(void) {
     CHECK(0, "mkdtemp");
     return;
   }
-  char j[128], h[128], st[128], old[128];
+  char j[128], h[128], t[128], st[128], old[128];
   snprintf(j, sizeof j, "%s/x.json", dir);
   snprintf(h, sizeof h, "%s/x.h5", dir);
+  snprintf(t, sizeof t, "%s/.x.h5.tmp", dir);
   snprintf(st, sizeof st, "%s/.x.json.stale", dir);
   snprintf(old, sizeof old, "%s/.x.h5.old", dir);
-  /* 1: the old report moved aside, the new .h5 renamed in: both old files come back */
+  /* 1: the report moved aside, the new .h5 renamed in (its temporary gone), no new report yet: both
+   * old files come back (also the moment between the rename and anything recorded after it) */
   put(st, "old report"), put(old, "old h5"), put(h, "new h5");
-  rd_commit_begin(j, h, st, old, 1);
-  rd_commit_step(1);
+  rd_commit_begin(j, h, t, st, old, 1);
   rd_tmp_cleanup();
   CHECK(has(j, "old report") && has(h, "old h5") && has(st, NULL) && has(old, NULL),
         "rollback after the .h5 was replaced restores the old pair");
-  /* 2: the old report moved aside, the .h5 not yet replaced: the report comes back, the link goes */
+  /* 2: the report moved aside, the new .h5 still under its temporary name: the report comes back,
+   * the second link goes (the temporary is an ordinary registered temporary, not the journal's) */
   rename(j, st);
   link(h, old);
-  rd_commit_begin(j, h, st, old, 1);
+  put(t, "new h5");
+  rd_commit_begin(j, h, t, st, old, 1);
   rd_tmp_cleanup();
-  CHECK(has(j, "old report") && has(h, "old h5") && has(st, NULL) && has(old, NULL),
+  CHECK(has(j, "old report") && has(h, "old h5") && has(st, NULL) && has(old, NULL) && has(t, "new h5"),
         "rollback before the .h5 was replaced restores the report and drops the second link");
-  /* 3: no second link could be made and the .h5 was replaced: the old .h5 is gone, so no report
-   * may claim it; neither file stands */
+  unlink(t);
+  /* 3: not even the report moved yet: nothing changes but the second link */
+  link(h, old);
+  put(t, "new h5");
+  rd_commit_begin(j, h, t, st, old, 1);
+  rd_tmp_cleanup();
+  CHECK(has(j, "old report") && has(h, "old h5") && has(old, NULL), "rollback before anything moved changes nothing");
+  unlink(t);
+  /* 4: no second link could be made and the .h5 was replaced: the old .h5 is gone, so no report may
+   * claim it; neither file stands */
   rename(j, st);
   put(h, "new h5");
-  rd_commit_begin(j, h, st, NULL, 1);
-  rd_commit_step(1);
+  rd_commit_begin(j, h, t, st, NULL, 1);
   rd_tmp_cleanup();
   CHECK(has(j, NULL) && has(h, NULL) && has(st, NULL), "without a second link nothing inconsistent stands");
-  /* 4: after rd_commit_end a cleanup changes nothing */
+  /* 5: the new report is in place (a signal between its rename and rd_commit_end): complete, only the
+   * old files go */
+  put(st, "old report"), put(old, "old h5"), put(h, "new h5"), put(j, "new report");
+  rd_commit_begin(j, h, t, st, old, 1);
+  rd_tmp_cleanup();
+  CHECK(has(j, "new report") && has(h, "new h5") && has(st, NULL) && has(old, NULL),
+        "a signal after the new report landed keeps the new pair");
+  /* 6: a fresh folder (no old files), the new .h5 in, no report yet: the .h5 goes */
+  unlink(j);
+  rd_commit_begin(j, h, t, NULL, NULL, 0);
+  rd_tmp_cleanup();
+  CHECK(has(j, NULL) && has(h, NULL), "a new .h5 without its report does not stand");
+  /* 7: after rd_commit_end a cleanup changes nothing */
   put(j, "new report"), put(h, "new h5");
-  rd_commit_begin(j, h, NULL, NULL, 0);
-  rd_commit_step(1);
+  rd_commit_begin(j, h, t, NULL, NULL, 0);
   rd_commit_end();
   rd_tmp_cleanup();
   CHECK(has(j, "new report") && has(h, "new h5"), "a finished replacement is left alone");

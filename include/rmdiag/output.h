@@ -25,13 +25,14 @@ void rd_made_dir_forget(void);
 void rd_tmp_cleanup(void);
 
 /* The replacement of a finished job's outputs, journalled so that a signal in the middle restores
- * the old report and .h5 (the old pair stands until the new pair is complete):
- * rd_commit_begin(json, h5, stale_json or NULL, old_h5 or NULL, h5_existed) before the old report
- * moves to stale_json (old_h5: a second link to the old .h5; NULL with h5_existed when no link could
- * be made, in which case the old report is not restored over a replaced .h5); rd_commit_step(1)
- * once the new .h5 has been renamed into place; rd_commit_end() once the new report is in place. */
-void rd_commit_begin(const char *json, const char *h5, const char *stale_json, const char *old_h5, int h5_existed);
-void rd_commit_step(int h5_replaced);
+ * the old report and .h5 (the old pair stands until the new pair is complete). rd_commit_begin(json,
+ * h5, h5tmp, stale_json or NULL, old_h5 or NULL, h5_existed) is called before the old report moves
+ * to stale_json; old_h5 is a second link to the old .h5 (NULL with h5_existed when no link could be
+ * made: then the old report is not restored over a replaced .h5). How far the replacement got is
+ * read from the files themselves (h5tmp gone: the .h5 was renamed in; the report present after
+ * that: the new one is in place), so no step can be missed by a signal. rd_commit_end() once done. */
+void rd_commit_begin(const char *json, const char *h5, const char *h5tmp, const char *stale_json, const char *old_h5,
+                     int h5_existed);
 void rd_commit_end(void);
 /* Undoes the replacement in progress, if any (async-signal-safe; rd_tmp_cleanup calls it). */
 void rd_commit_rollback(void);

@@ -46,31 +46,40 @@ void rd_made_dir_remove(void) {
 }
 
 /* The journal of an output replacement (see rd_commit_begin). */
-static char commit_json[TMP_LEN], commit_h5[TMP_LEN], commit_stale[TMP_LEN], commit_old[TMP_LEN];
-static volatile sig_atomic_t commit_active, commit_h5_replaced, commit_has_stale, commit_has_old, commit_h5_existed;
+static char commit_json[TMP_LEN], commit_h5[TMP_LEN], commit_tmp[TMP_LEN], commit_stale[TMP_LEN], commit_old[TMP_LEN];
+static volatile sig_atomic_t commit_active, commit_has_stale, commit_has_old, commit_h5_existed;
 
-void rd_commit_begin(const char *json, const char *h5, const char *stale_json, const char *old_h5, int h5_existed) {
+void rd_commit_begin(const char *json, const char *h5, const char *h5tmp, const char *stale_json, const char *old_h5,
+                     int h5_existed) {
   commit_active = 0;
   snprintf(commit_json, TMP_LEN, "%s", json);
   snprintf(commit_h5, TMP_LEN, "%s", h5);
+  snprintf(commit_tmp, TMP_LEN, "%s", h5tmp);
   snprintf(commit_stale, TMP_LEN, "%s", stale_json ? stale_json : "");
   snprintf(commit_old, TMP_LEN, "%s", old_h5 ? old_h5 : "");
   commit_has_stale = stale_json != NULL;
   commit_has_old = old_h5 != NULL;
   commit_h5_existed = h5_existed;
-  commit_h5_replaced = 0;
   commit_active = 1;
 }
 
-void rd_commit_step(int h5_replaced) { commit_h5_replaced = h5_replaced; }
-
 void rd_commit_end(void) { commit_active = 0; }
 
-/* Undoes a replacement in progress: the old .h5 back over a new one, the old report back. */
+/* Undoes a replacement in progress, judging from the files how far it got: before the new .h5 was
+ * renamed in, the old report comes back and the second link goes; after it, without the new report,
+ * the old .h5 and report come back; with the new report in place the replacement is complete and
+ * only the old files go. */
 void rd_commit_rollback(void) {
   if (!commit_active) return;
+  commit_active = 0;
+  int h5_replaced = access(commit_tmp, F_OK) != 0;
+  if (h5_replaced && access(commit_json, F_OK) == 0) {
+    if (commit_has_stale) unlink(commit_stale);
+    if (commit_has_old) unlink(commit_old);
+    return;
+  }
   int restore_report = commit_has_stale;
-  if (commit_h5_replaced) {
+  if (h5_replaced) {
     if (commit_has_old) {
       rename(commit_old, commit_h5);
     } else {
@@ -85,7 +94,6 @@ void rd_commit_rollback(void) {
     unlink(commit_old);  /* a second link to the .h5 still in place */
   }
   if (restore_report) rename(commit_stale, commit_json);
-  commit_active = 0;
 }
 
 void rd_tmp_cleanup(void) {

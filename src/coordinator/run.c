@@ -223,12 +223,14 @@ static int commit_outputs(const job_plan *p, const char *h5tmp, const char *json
   stale_json = access(p->json_path, F_OK) == 0 ? rd_side_path(p->json_path, "stale") : NULL;
   int h5_existed = access(p->h5_path, F_OK) == 0;
   old_h5 = h5_existed ? rd_side_path(p->h5_path, "old") : NULL;
-  if (old_h5 && link(p->h5_path, old_h5) != 0) {
+  /* (a leftover of the same name, from an earlier process with this pid, is replaced) */
+  if (old_h5 && link(p->h5_path, old_h5) != 0 &&
+      !(errno == EEXIST && unlink(old_h5) == 0 && link(p->h5_path, old_h5) == 0)) {
     free(old_h5);
     old_h5 = NULL;
   }
   /* (begun before the report moves: rolling back a move that has not happened fails harmlessly) */
-  rd_commit_begin(p->json_path, p->h5_path, stale_json, old_h5, h5_existed);
+  rd_commit_begin(p->json_path, p->h5_path, h5tmp, stale_json, old_h5, h5_existed);
   if (stale_json && rename(p->json_path, stale_json) != 0) {
     rd_commit_end();
     if (old_h5) unlink(old_h5);
@@ -243,7 +245,6 @@ static int commit_outputs(const job_plan *p, const char *h5tmp, const char *json
     if (old_h5) unlink(old_h5);
     rd_commit_end();
   } else {
-    rd_commit_step(1);
     if (rd_write_file_atomic(p->json_path, json_text, st) == RD_OK) {
       rd_commit_end();  /* the new pair is complete: the old files can go */
       if (stale_json) unlink(stale_json);
