@@ -362,6 +362,7 @@ static int read_rows(hid_t f, const rd_job *job, const cm_layout *L, int which, 
   const rd_dsinfo *ds = which == 2 ? &L->flag : which ? &L->rr : &L->rc;
   size_t es = which == 2 ? 1 : (L->ftype == RD_F32 ? sizeof(float) : sizeof(double));
   rd_status one;
+  rd_status_init(&one);
   *good = n;
   for (int pass = 0; pass < 2; pass++) {
     for (int64_t b = lo; b < lo + n; b += pass ? CM_BLOCK : n) {
