@@ -275,6 +275,14 @@ static void test_commit_rollback(void) {
   rd_commit_begin(j, h, t, NULL, NULL, 0);
   rd_tmp_cleanup();
   CHECK(has(j, NULL) && has(h, NULL), "a new .h5 without its report does not stand");
+  /* 8: a rollback interrupted half-way (the old .h5 back, the report not yet) is finished by the next
+   * one: the journal stays active until the last step and every step can be repeated */
+  put(st, "old report"), put(h, "old h5");
+  unlink(j);
+  rd_commit_begin(j, h, t, st, old, 1);  /* old (the second link) already renamed back over the .h5 */
+  rd_tmp_cleanup();
+  CHECK(has(j, "old report") && has(h, "old h5") && has(st, NULL) && has(old, NULL),
+        "an interrupted rollback is completed by the next");
   /* 7: after rd_commit_end a cleanup changes nothing */
   put(j, "new report"), put(h, "new h5");
   rd_commit_begin(j, h, t, NULL, NULL, 0);

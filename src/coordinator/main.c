@@ -1,6 +1,8 @@
 /* rmdiag's entry point: everything else lives in the library (see include/rmdiag/rmdiag.h). */
 #include <cblas.h>
 #include <mpi.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -37,7 +39,15 @@ static void blas_one_thread(void) {
 int main(int argc, char **argv) {
   blas_one_thread();
   singleton_defaults();
+  /* Threads that MPI starts inherit a mask that blocks termination signals, so rmdiag's handler
+   * (which removes temporary files and restores replaced outputs) runs on the main thread only. */
+  sigset_t term, old;
+  sigemptyset(&term);
+  static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGXFSZ};
+  for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) sigaddset(&term, sigs[i]);
+  pthread_sigmask(SIG_BLOCK, &term, &old);
   MPI_Init(&argc, &argv);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
   int code = rmdiag_main(argc, argv, MPI_COMM_WORLD, stdout, stderr);
   MPI_Finalize();
   return code;

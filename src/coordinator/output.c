@@ -28,9 +28,9 @@ static char tmp_paths[TMP_SLOTS][TMP_LEN];
 static volatile sig_atomic_t tmp_used[TMP_SLOTS];
 
 /* The folders rd_mkdirs created: made_path cut at made_pos[0..made_n) (shallowest first). */
-#define MADE_MAX 128
+#define MADE_MAX (TMP_LEN / 2)  /* every new level takes at least two characters */
 static char made_path[TMP_LEN], made_scratch[TMP_LEN];
-static int made_pos[MADE_MAX];
+static volatile sig_atomic_t made_pos[MADE_MAX];
 static volatile sig_atomic_t made_n;
 
 void rd_made_dir_forget(void) { made_n = 0; }
@@ -71,11 +71,13 @@ void rd_commit_end(void) { commit_active = 0; }
  * only the old files go. */
 void rd_commit_rollback(void) {
   if (!commit_active) return;
-  commit_active = 0;
+  /* commit_active stays set until the end: each step is decided from the files and may be repeated,
+   * so a handler interrupting this one (or running beside it on another thread) redoes the rest */
   int h5_replaced = access(commit_tmp, F_OK) != 0;
   if (h5_replaced && access(commit_json, F_OK) == 0) {
     if (commit_has_stale) unlink(commit_stale);
     if (commit_has_old) unlink(commit_old);
+    commit_active = 0;
     return;
   }
   int restore_report = commit_has_stale;
@@ -94,6 +96,7 @@ void rd_commit_rollback(void) {
     unlink(commit_old);  /* a second link to the .h5 still in place */
   }
   if (restore_report) rename(commit_stale, commit_json);
+  commit_active = 0;
 }
 
 void rd_tmp_cleanup(void) {
@@ -115,6 +118,9 @@ void rd_signals_install(void) {
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
+  /* a termination request arriving while the handler restores outputs waits for it */
+  static const int term[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGXFSZ};
+  for (size_t i = 0; i < sizeof term / sizeof term[0]; i++) sigaddset(&sa.sa_mask, term[i]);
   /* termination requests, and faults (bus errors from a file that shrank under a mapping, file
    * size limits): none may leave a temporary file behind */
   static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGBUS, SIGSEGV, SIGXFSZ, SIGABRT};

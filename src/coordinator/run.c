@@ -274,6 +274,11 @@ static int run_job(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, c
     } else {
       rd_tmp_register(h5tmp);
       rd_h5_create(h5tmp, &out.h5, st);
+      if (st->code != RD_OK && access(jf->output_dir, F_OK) != 0) {
+        /* the folder went (a concurrent run that failed removed it while empty): make it again */
+        rd_status_init(st);
+        if (rd_mkdirs(jf->output_dir, st) == RD_OK) rd_h5_create(h5tmp, &out.h5, st);
+      }
     }
   }
   rd_timing_mark(ctx->rank, job->name, "create output");
