@@ -348,6 +348,9 @@ imp("utf8_subset", "rewardbench", [raw_lines("u8s.jsonl", [b'{"id": 1, "subset":
 imp("nul_id", "rewardbench", [raw_lines("nul.jsonl", [item, b'{"id": "1\\u0000x", "subset": "hep-go", '
                                                    b'"scores_chosen": 1, "scores_rejected": 0}'])],
     ["nul.jsonl: line 2: a \\u0000 escape (NUL)"])
+imp("duplicate_key", "rewardbench", [raw_lines("dupkey.jsonl", [b'{"id": 1, "id": 2, "subset": "hep-go", '
+                                                                 b'"scores_chosen": 1, "scores_rejected": 0}'])],
+    ['dupkey.jsonl: line 1: key "id" appears twice in one object'])
 imp("long_model", "rewardbench", [jsonl("long.jsonl", v1rows(2), {"_record": "metadata", "model": "m" * 1500})],
     ['long.jsonl: key "model": a name of 1500 bytes, expected at most 1023'])
 empty = os.path.join(idir, "empty.json")

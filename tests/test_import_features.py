@@ -255,6 +255,11 @@ for name in ("bom.csv", "bom.jsonl"):
 with open(os.path.join(d, "two.jsonl"), "w") as f:
     f.write("".join(json.dumps({"label": int(lab[i]), "split": int(spl[i])}) + ("{\"label\": 1, \"split\": 0}" if i == 2 else "")
                     + "\n" for i in range(N)))
+with open(os.path.join(d, "dupkey.jsonl"), "w") as f:
+    f.write("".join(('{"label": 0, "label": 1, "split": 0}' if i == 4 else json.dumps({"label": int(lab[i]), "split": int(spl[i])}))
+                    + "\n" for i in range(N)))
+bad("jsonl_duplicate_key", [], ['dupkey.jsonl: line 5: key "label" appears twice in one object'],
+    labels=os.path.join(d, "dupkey.jsonl"), feature=files["v1"])
 bad("jsonl_two_objects", [], ["two.jsonl: line 3", "unexpected text after the end"], labels=os.path.join(d, "two.jsonl"),
     feature=files["v1"])
 with open(os.path.join(d, "nul.csv"), "wb") as f:

@@ -148,6 +148,8 @@ panel_import("u8.jsonl", b'{"model_name": "m\xff", "factor": "S", "month": "2020
 panel_import("nul.jsonl", b'{"model_name": "m", "factor": "S", "month": "2020-01", "response": "1%"}\n'
              b'{"model_name": "m\\u0000x", "factor": "S", "month": "2020-01", "response": "1%"}\n',
              "nul.jsonl: line 2, column 18: a \\u0000 escape (NUL)")
+panel_import("dupkey.jsonl", b'{"model_name": "m", "factor": "S", "month": "2020-01", "response": "1%", '
+             b'"response": "7%"}\n', 'dupkey.jsonl: line 1: key "response" appears twice in one object')
 panel_import("longname.jsonl", ('{"model_name": "' + "m" * 2000 + '", "factor": "S", "month": "2020-01", '
                                 '"response": "1%"}\n').encode(), "is a name of 2000 bytes, expected at most 1023")
 done()

@@ -104,6 +104,20 @@ static const char *type_name(const cJSON *v) {
   return "an invalid value";
 }
 
+const char *rd_json_duplicate_key(const cJSON *v) {
+  if (!v) return NULL;
+  for (const cJSON *c = v->child; c; c = c->next) {
+    if (cJSON_IsObject(v))
+      for (const cJSON *d = v->child; d != c; d = d->next)
+        if (d->string && c->string && strcmp(d->string, c->string) == 0) return c->string;
+    if (c->child) {
+      const char *k = rd_json_duplicate_key(c);
+      if (k) return k;
+    }
+  }
+  return NULL;
+}
+
 int rd_opt_keys(const cJSON *obj, const char *const *allowed, const rd_where *w, rd_status *st) {
   for (const cJSON *c = obj->child; c; c = c->next) {
     int ok = 0;

@@ -496,6 +496,13 @@ static int read_labels_jsonl(labels *L, FILE *fp) {
       rd_fail(L->st, RD_EINPUT, "%s: line %lld is not a JSON object", L->file, (long long)L->row);
       break;
     }
+    const char *dup = rd_json_duplicate_key(o);
+    if (dup) {
+      rd_fail(L->st, RD_EINPUT, "%s: line %lld: key \"%s\" appears twice in one object (JSON readers disagree on "
+              "which value counts)", L->file, (long long)L->row, dup);
+      cJSON_Delete(o);
+      break;
+    }
     const cJSON *lab = cJSON_GetObjectItemCaseSensitive(o, "label"), *spl = cJSON_GetObjectItemCaseSensitive(o, "split");
     char lt[64], stx[64];
     if (!lab || cJSON_IsNull(lab)) snprintf(lt, sizeof lt, "null");

@@ -796,6 +796,13 @@ static int import_panel(nl_state *S, int32_t src) {
       cJSON_Delete(obj);
       break;
     }
+    const char *dup = rd_json_duplicate_key(obj);
+    if (dup) {
+      rc = rd_fail(S->st, RD_EINPUT, "%s: line %lld: key \"%s\" appears twice in one object (JSON readers disagree on "
+                   "which value counts)", p->file, (long long)line, dup);
+      cJSON_Delete(obj);
+      break;
+    }
     if (n == cap) {
       cap = cap ? 2 * cap : 1024;
       jrow *q = realloc(jr, sizeof *q * (size_t)cap);

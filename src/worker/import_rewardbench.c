@@ -447,6 +447,13 @@ static int parse_file(rb_state *S, int32_t file) {
         break;
       }
     }
+    const char *dup = rd_json_duplicate_key(v);
+    if (dup) {
+      rc = rd_fail(S->st, RD_EINPUT, "%s: line %lld: key \"%s\" appears twice in one object (JSON readers disagree on "
+                   "which value counts)", fname(S, file), (long long)line, dup);
+      cJSON_Delete(v);
+      break;
+    }
     vals[nv] = v;
     lines[nv++] = line;
     size_t e = (size_t)(end - text);
