@@ -51,18 +51,18 @@ with open(src, "w") as f:
     f.write('{"id": [1], "subset": ["alpacaeval-easy"], "scores_chosen": [1], "scores_rejected": [0], "model": "A"}')
 before = open(src).read()
 code, _, err = run(["import", "rewardbench", src, "-o", src])
-check(code == 2 and "is also an input" in err and open(src).read() == before, f"import onto its input: {code} {err}")
-code, _, err = run(["import", "numleak", "--truth", "X=" + src, "-o", src])
-check(code == 2 and "is also an input" in err and open(src).read() == before, f"import onto a NAME=PATH input: {code} {err}")
-# a truth file named as FILE,COLUMN (not a path of its own on the command line) is still never replaced
+check(code == 2 and "is also one of the files this import read" in err and open(src).read() == before,
+      f"import onto its input: {code} {err}")
+# truth files named as NAME=PATH or NAME=PATH,COLUMN are never replaced either
 tcsv, pj = os.path.join(d, "t.csv"), os.path.join(d, "one.jsonl")
 with open(tcsv, "w") as f:
     f.write("month,value\n2020-01,1.5\n")
 with open(pj, "w") as f:
     f.write('{"model_name": "m", "factor": "S", "month": "2020-01", "response": "1%"}\n')
-code, _, err = run(["import", "numleak", "--truth", f"S={tcsv},value", "--panel", pj, "-o", tcsv])
-check(code == 2 and "is also one of the files this import read" in err and open(tcsv).read().startswith("month,value"),
-      f"import onto a FILE,COLUMN truth file: {code} {err}")
+for spec in (f"S={tcsv}", f"S={tcsv},value"):
+    code, _, err = run(["import", "numleak", "--truth", spec, "--panel", pj, "-o", tcsv])
+    check(code == 2 and "is also one of the files this import read" in err and open(tcsv).read().startswith("month,value"),
+          f"import onto a truth file ({spec}): {code} {err}")
 code, _, err = run(["import", "rewardbench", src, "-o", os.path.join(d, "nowhere", "x.h5")])
 check(code == 2 and "does not exist" in err and not os.path.exists(os.path.join(d, "nowhere")), f"missing folder: {code} {err}")
 os.makedirs(os.path.join(d, "afolder"), exist_ok=True)

@@ -114,14 +114,14 @@ static int cmd_run(rd_ctx *ctx, int argc, char **argv, int validate_only, rd_sta
   return rd_cmd_run(ctx, job, &fl, st);
 }
 
-/* The import's output must be creatable (its folder exists) and must not be one of the files the
- * command reads (an argument, or the PATH of a NAME=PATH argument): renaming onto it would destroy it. */
-static int check_import_output(const char *fmt, const char *out, char **rest, int nrest, rd_status *st) {
+/* The import's output must be creatable: its folder exists and it is not a folder. (That it is none
+ * of the files the import reads is checked where those are opened: rd_input_fopen, rd_h5_atomic_finish.) */
+static int check_import_output(const char *fmt, const char *out, rd_status *st) {
   char *dir = strdup(out);
   if (!dir) return rd_fail(st, RD_EFAIL, "out of memory");
   char *slash = strrchr(dir, '/');
   const char *folder = slash ? (slash == dir ? "/" : (*slash = '\0', dir)) : ".";
-  struct stat sd, so, si;
+  struct stat sd, so;
   if (stat(folder, &sd) != 0 || !S_ISDIR(sd.st_mode)) {
     rd_fail(st, RD_EINPUT, "rmdiag import %s: -o %s: the folder %s does not exist", fmt, out, folder);
     free(dir);
@@ -129,16 +129,8 @@ static int check_import_output(const char *fmt, const char *out, char **rest, in
   }
   free(dir);
   if (stat(out, &so) != 0) return RD_OK;
-  if (S_ISDIR(so.st_mode)) return rd_fail(st, RD_EINPUT, "rmdiag import %s: -o %s is a folder, expected a file path", fmt, out);
-  for (int i = 0; i < nrest; i++) {
-    const char *a = rest[i], *eq = strchr(a, '=');
-    for (int pass = 0; pass < 2; pass++) {
-      const char *path = pass ? (eq ? eq + 1 : NULL) : a;
-      if (path && stat(path, &si) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino)
-        return rd_fail(st, RD_EINPUT, "rmdiag import %s: -o %s is also an input (%s); write the output elsewhere", fmt,
-                       out, path);
-    }
-  }
+  if (S_ISDIR(so.st_mode))
+    return rd_fail(st, RD_EINPUT, "rmdiag import %s: -o %s is a folder, expected a file path", fmt, out);
   return RD_OK;
 }
 
@@ -181,7 +173,7 @@ static int cmd_import(rd_ctx *ctx, int argc, char **argv, rd_status *st) {
     free(rest);
     return rd_fail(st, RD_EINPUT, "rmdiag import %s: missing -o OUT.h5\n%s", fmt->name, fmt->usage);
   }
-  if (ctx->rank == 0 && check_import_output(fmt->name, out, rest, nrest, st) == RD_OK)
+  if (ctx->rank == 0 && check_import_output(fmt->name, out, st) == RD_OK)
     fmt->run(nrest, rest, out, ctx->err, st);
   free(rest);
   return rd_share_status(ctx, st, 0);
