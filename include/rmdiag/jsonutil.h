@@ -52,9 +52,10 @@ int64_t rd_utf8_invalid_at(const char *s, size_t n);
  * NUL-terminated, so such an escape would silently cut a key or value short: callers refuse it. */
 int64_t rd_json_nul_escape_at(const char *text, size_t len);
 
-/* The first key that appears twice in one object anywhere inside v, or NULL. JSON readers disagree
- * on which of two equal keys counts (cJSON the first, Python the last), so inputs refuse them. */
-const char *rd_json_duplicate_key(const cJSON *v);
+/* RD_EINPUT naming `where` (e.g. "FILE: line N") when a key appears twice in one object anywhere
+ * inside v: JSON readers disagree on which of two equal keys counts (cJSON the first, Python the
+ * last), so data files refuse them. */
+int rd_json_no_duplicate_keys(const cJSON *v, const char *where, rd_status *st);
 
 /* Parses a whole buffer strictly (no trailing garbage); errors give line and column. */
 cJSON *rd_json_parse(const char *text, size_t len, const char *file, rd_status *st);

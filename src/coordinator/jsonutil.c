@@ -104,18 +104,25 @@ static const char *type_name(const cJSON *v) {
   return "an invalid value";
 }
 
-const char *rd_json_duplicate_key(const cJSON *v) {
+static const char *duplicate_key(const cJSON *v) {
   if (!v) return NULL;
   for (const cJSON *c = v->child; c; c = c->next) {
     if (cJSON_IsObject(v))
       for (const cJSON *d = v->child; d != c; d = d->next)
         if (d->string && c->string && strcmp(d->string, c->string) == 0) return c->string;
     if (c->child) {
-      const char *k = rd_json_duplicate_key(c);
+      const char *k = duplicate_key(c);
       if (k) return k;
     }
   }
   return NULL;
+}
+
+int rd_json_no_duplicate_keys(const cJSON *v, const char *where, rd_status *st) {
+  const char *k = duplicate_key(v);
+  if (!k) return RD_OK;
+  return rd_fail(st, RD_EINPUT, "%s: key \"%s\" appears twice in one object (JSON readers disagree on which value "
+                 "counts)", where, k);
 }
 
 int rd_opt_keys(const cJSON *obj, const char *const *allowed, const rd_where *w, rd_status *st) {

@@ -496,10 +496,7 @@ static int read_labels_jsonl(labels *L, FILE *fp) {
       rd_fail(L->st, RD_EINPUT, "%s: line %lld is not a JSON object", L->file, (long long)L->row);
       break;
     }
-    const char *dup = rd_json_duplicate_key(o);
-    if (dup) {
-      rd_fail(L->st, RD_EINPUT, "%s: line %lld: key \"%s\" appears twice in one object (JSON readers disagree on "
-              "which value counts)", L->file, (long long)L->row, dup);
+    if (rd_json_no_duplicate_keys(o, where, L->st) != RD_OK) {
       cJSON_Delete(o);
       break;
     }

@@ -796,10 +796,9 @@ static int import_panel(nl_state *S, int32_t src) {
       cJSON_Delete(obj);
       break;
     }
-    const char *dup = rd_json_duplicate_key(obj);
-    if (dup) {
-      rc = rd_fail(S->st, RD_EINPUT, "%s: line %lld: key \"%s\" appears twice in one object (JSON readers disagree on "
-                   "which value counts)", p->file, (long long)line, dup);
+    char where[1200];
+    snprintf(where, sizeof where, "%s: line %lld", p->file, (long long)line);
+    if ((rc = rd_json_no_duplicate_keys(obj, where, S->st)) != RD_OK) {
       cJSON_Delete(obj);
       break;
     }

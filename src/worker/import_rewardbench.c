@@ -447,10 +447,9 @@ static int parse_file(rb_state *S, int32_t file) {
         break;
       }
     }
-    const char *dup = rd_json_duplicate_key(v);
-    if (dup) {
-      rc = rd_fail(S->st, RD_EINPUT, "%s: line %lld: key \"%s\" appears twice in one object (JSON readers disagree on "
-                   "which value counts)", fname(S, file), (long long)line, dup);
+    char where[1200];
+    snprintf(where, sizeof where, "%s: line %lld", fname(S, file), (long long)line);
+    if ((rc = rd_json_no_duplicate_keys(v, where, S->st)) != RD_OK) {
       cJSON_Delete(v);
       break;
     }
