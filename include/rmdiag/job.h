@@ -7,8 +7,8 @@
 #include <cjson/cJSON.h>
 #include <stdint.h>
 
-#include "rmdiag/jsonutil.h"
-#include "rmdiag/status.h"
+#include "rmdiag/common/jsonutil.h"
+#include "rmdiag/common/status.h"
 
 struct rd_kind;
 

@@ -6,9 +6,9 @@
 #include <cjson/cJSON.h>
 #include <hdf5.h>
 
-#include "rmdiag/comm.h"
+#include "rmdiag/common/comm.h"
 #include "rmdiag/job.h"
-#include "rmdiag/status.h"
+#include "rmdiag/common/status.h"
 
 /* What a kind's run hands back to the driver (meaningful on rank 0 only). */
 typedef struct rd_run_out {

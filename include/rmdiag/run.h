@@ -2,8 +2,8 @@
 #ifndef RMDIAG_RUN_H
 #define RMDIAG_RUN_H
 
-#include "rmdiag/comm.h"
-#include "rmdiag/status.h"
+#include "rmdiag/common/comm.h"
+#include "rmdiag/common/status.h"
 
 typedef struct rd_run_flags {
   int resume, force, validate_only;

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "rmdiag/backend.h"
-#include "rmdiag/status.h"
+#include "rmdiag/backend_select.h"
+#include "rmdiag/common/status.h"
 
 /* Candidate module paths: $RMDIAG_CUDA_MODULE, then beside the executable, then ../lib/rmdiag/. */
 static void *load_module(char *why, size_t whylen) {

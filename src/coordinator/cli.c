@@ -5,10 +5,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "rmdiag/comm.h"
-#include "rmdiag/import.h"
+#include "rmdiag/common/comm.h"
+#include "rmdiag/import/formats.h"
 #include "rmdiag/kind.h"
-#include "rmdiag/output.h"
+#include "rmdiag/common/signals.h"
 #include "rmdiag/rmdiag.h"
 #include "rmdiag/run.h"
 #include "rmdiag/version.h"

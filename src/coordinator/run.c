@@ -11,12 +11,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rmdiag/backend.h"
-#include "rmdiag/h5out.h"
-#include "rmdiag/jsonutil.h"
+#include "rmdiag/backend_select.h"
+#include "rmdiag/common/h5out.h"
+#include "rmdiag/common/jsonutil.h"
 #include "rmdiag/kind.h"
-#include "rmdiag/output.h"
-#include "rmdiag/progress.h"
+#include "rmdiag/common/files.h"
+#include "rmdiag/common/signals.h"
+#include "rmdiag/resume.h"
+#include "rmdiag/common/progress.h"
 #include "rmdiag/version.h"
 
 /* Rank 0 reads the job file; every rank parses the same bytes. */

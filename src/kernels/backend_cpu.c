@@ -1,8 +1,10 @@
 /* The CPU backend: the reference kernels, always available. */
 #include <stdio.h>
 
-#include "rmdiag/backend.h"
-#include "rmdiag/bench.h"
+#include "rmdiag/kernels/backend.h"
+#include "rmdiag/kernels/bench.h"
+#include "rmdiag/kernels/cm.h"
+#include "rmdiag/kernels/leak.h"
 
 static int cpu_init(int node_rank, char *info, size_t infolen, char *err, size_t errlen) {
   (void)node_rank;
@@ -14,18 +16,13 @@ static int cpu_init(int node_rank, char *info, size_t infolen, char *err, size_t
 
 static void cpu_fini(void) {}
 
-static int cpu_cm_pairs(const rd_cm_block *in, rd_cm_pairs *out, char *err, size_t errlen) {
-  (void)err;
-  (void)errlen;
-  rd_cm_pairs_cpu(in, out);
-  return 0;
-}
-
 const rd_backend rd_backend_cpu = {
     .abi = RD_BACKEND_ABI,
     .name = "cpu",
     .init = cpu_init,
     .fini = cpu_fini,
-    .cm_pairs = cpu_cm_pairs,
+    .cm = &rd_cm_kernels_cpu,
     .bench = &rd_bench_kernels_cpu,
+    .leak = &rd_leak_kernels_cpu,
+    .probe = NULL, /* the CPU trains on the rows in place */
 };

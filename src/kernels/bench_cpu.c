@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "rmdiag/bench.h"
+#include "rmdiag/kernels/bench.h"
 
 #define BENCH_ITEMS(T, NAME)                                                                         \
   static void NAME(const rd_bench_block *in, rd_bench_out *out) {                                    \

@@ -1,12 +1,13 @@
 /* cm on the CPU: p = σ(rc − rr) in float64 per pair and run, summed over runs in run order,
  * separately for runs that trained on the pair's user and runs that held it out. The CUDA
- * kernel (cuda/backend_cuda.cu) computes σ with the same branch-free code (fastmath.h) and sums
+ * kernel (cm_cuda.cu) computes σ with the same branch-free code (fastmath.h) and sums
  * in the same order, so the two agree to the last bit; tests compare them on a GPU. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
-#include "rmdiag/backend.h"
-#include "rmdiag/fastmath.h"
+#include "rmdiag/kernels/cm.h"
+#include "rmdiag/kernels/fastmath.h"
 
 double rd_sigmoid(double x) { return rd_sigmoid_fast(x); }
 
@@ -63,12 +64,16 @@ static void pair_sums(const double *tin, const double *tout, const uint8_t *m, i
   }
 }
 
-void rd_cm_pairs_cpu(const rd_cm_block *in, rd_cm_pairs *out) {
+int rd_cm_pairs_cpu(const rd_cm_block *in, rd_cm_pairs *out) {
   const int64_t P = in->n_pairs, R = in->n_runs;
   /* whole pairs per chunk of about 4096 elements (two 32 KiB buffers, cache-resident) */
   int64_t per = R >= 4096 ? 1 : 4096 / R;
   double *tin = malloc(sizeof(double) * (size_t)(per * R)), *tout = malloc(sizeof(double) * (size_t)(per * R));
-  if (!tin || !tout) abort();
+  if (!tin || !tout) {
+    free(tin);
+    free(tout);
+    return -1;
+  }
   for (int64_t p0 = 0; p0 < P; p0 += per) {
     int64_t np = P - p0 < per ? P - p0 : per;
     const uint8_t *m = in->in_train + p0 * R;
@@ -82,4 +87,13 @@ void rd_cm_pairs_cpu(const rd_cm_block *in, rd_cm_pairs *out) {
   }
   free(tin);
   free(tout);
+  return 0;
 }
+
+static int cpu_pairs(const rd_cm_block *in, rd_cm_pairs *out, char *err, size_t errlen) {
+  if (rd_cm_pairs_cpu(in, out) == 0) return 0;
+  snprintf(err, errlen, "out of memory");
+  return -1;
+}
+
+const struct rd_cm_kernels rd_cm_kernels_cpu = {.pairs = cpu_pairs};

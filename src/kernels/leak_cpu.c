@@ -2,11 +2,12 @@
  * factor-shuffle null draws (draws from rd_rng_below_u32_fill). Each replicate or draw is
  * computed whole, in draw order, so any split of the flat index range (over ranks, chunks or GPU
  * threads) gives the same bits. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "rmdiag/leak.h"
-#include "rmdiag/rng.h"
+#include "rmdiag/kernels/leak.h"
+#include "rmdiag/kernels/rng.h"
 
 /* Eight doubles of one packed row (loads need only 8-byte alignment). */
 typedef double v8d __attribute__((vector_size(64), aligned(8)));
@@ -96,3 +97,19 @@ int rd_leak_null_cpu(const rd_leak_null *in, int64_t k0, int64_t k1, int32_t *us
   free(idx);
   return 0;
 }
+
+static int cpu_bootstrap(const rd_leak_boot *in, int64_t k0, int64_t k1, double *r, double *mae, char *err,
+                         size_t errlen) {
+  if (rd_leak_bootstrap_cpu(in, k0, k1, r, mae) == 0) return 0;
+  snprintf(err, errlen, "out of memory");
+  return -1;
+}
+
+static int cpu_null_draws(const rd_leak_null *in, int64_t k0, int64_t k1, int32_t *used, int32_t *hits, char *err,
+                          size_t errlen) {
+  if (rd_leak_null_cpu(in, k0, k1, used, hits) == 0) return 0;
+  snprintf(err, errlen, "out of memory");
+  return -1;
+}
+
+const struct rd_leak_kernels rd_leak_kernels_cpu = {.bootstrap = cpu_bootstrap, .null_draws = cpu_null_draws};

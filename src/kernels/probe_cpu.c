@@ -2,13 +2,13 @@
  * doubles (GCC vector extensions) with separate multiply and add, so the AVX-512, AVX2 and SSE2
  * builds (target clones) and a scalar loop all give the same bits; lanes are combined in a fixed
  * pairwise order. */
-#include "rmdiag/probe.h"
+#include "rmdiag/kernels/probe.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "rmdiag/fastmath.h"
+#include "rmdiag/kernels/fastmath.h"
 
 /* Built with -fno-math-errno (CMakeLists.txt): sqrt() never sees a negative argument here, and
  * without errno the AdamW loop uses vector square roots (correctly rounded, like scalar ones). */
@@ -598,33 +598,4 @@ static void lsolve_impl(const double *L, int64_t d, const float *const *rows, in
 
 void rd_probe_lsolve(const double *L, int64_t d, const float *const *rows, int64_t n, double *Y) {
   if (n > 0) lsolve_impl(L, d, rows, n, Y);
-}
-
-/* ---- half precision ---------------------------------------------------------------------------------------- */
-
-float rd_half_to_float(uint16_t h) {
-  uint32_t sign = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 0x1Fu, f = h & 0x3FFu, bits;
-  if (e == 0) {
-    if (f == 0) {
-      bits = sign;
-    } else { /* subnormal: f · 2^-24, exact in binary32 */
-      float v = (float)f * 0x1p-24f;
-      memcpy(&bits, &v, sizeof bits);
-      bits |= sign;
-    }
-  } else if (e == 31) {
-    bits = sign | 0x7F800000u | (f << 13);
-  } else {
-    bits = sign | ((e - 15 + 127) << 23) | (f << 13);
-  }
-  float out;
-  memcpy(&out, &bits, sizeof out);
-  return out;
-}
-
-float rd_bf16_to_float(uint16_t h) {
-  uint32_t bits = (uint32_t)h << 16;
-  float out;
-  memcpy(&out, &bits, sizeof out);
-  return out;
 }

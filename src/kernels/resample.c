@@ -1,5 +1,5 @@
 /* Cluster-bootstrap kernels (see resample.h). */
-#include "rmdiag/resample.h"
+#include "rmdiag/kernels/resample.h"
 
 #include <string.h>
 

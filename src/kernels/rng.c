@@ -1,12 +1,12 @@
 /* Keys for the counter-based streams: a pure function of (seed, job name, purpose). */
-#include "rmdiag/rng.h"
+#include "rmdiag/kernels/rng.h"
 
 #include <immintrin.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "rmdiag/sha256.h"
+#include "rmdiag/kernels/sha256.h"
 
 void rd_stream_init(rd_stream *s, int64_t seed, const char *job, const char *purpose) {
   rd_sha256 c;

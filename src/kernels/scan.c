@@ -1,6 +1,6 @@
 /* Vectorized input scans (see scan.h): blocks are tested with a branch-free OR over the
  * exponent bits; the first offending block is then searched element by element. */
-#include "rmdiag/scan.h"
+#include "rmdiag/kernels/scan.h"
 
 #include <string.h>
 

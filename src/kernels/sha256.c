@@ -1,5 +1,5 @@
 /* SHA-256 as specified in FIPS 180-4; checked against the NIST example vectors in tests. */
-#include "rmdiag/sha256.h"
+#include "rmdiag/kernels/sha256.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* The statistics rules of SPEC §3, written once for every report. */
-#include "rmdiag/stats.h"
+#include "rmdiag/kernels/stats.h"
 
 #include <math.h>
 #include <stdint.h>

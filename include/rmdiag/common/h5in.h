@@ -1,0 +1,88 @@
+/* Reading inputs as h5py writes them: any integer width, enum booleans, float32/float64,
+ * fixed or variable-length UTF-8 strings, chunked and compressed datasets. Every error names
+ * the file and dataset and says what was expected. */
+#ifndef RMDIAG_H5IN_H
+#define RMDIAG_H5IN_H
+
+#include <hdf5.h>
+#include <mpi.h>
+#include <stdint.h>
+
+#include "rmdiag/kernels/types.h"
+#include "rmdiag/common/status.h"
+
+typedef enum rd_tclass {
+  RD_TC_INT,     /* integer, or an enum over an integer (h5py booleans) */
+  RD_TC_FLOAT,
+  RD_TC_STRING,
+  RD_TC_OTHER
+} rd_tclass;
+
+typedef struct rd_dsinfo {
+  char path[512];     /* full dataset path inside the file */
+  int ndims;
+  int64_t dims[4];
+  rd_tclass tclass;
+  size_t tsize;       /* bytes per element in the file */
+  int is_signed;      /* integers */
+} rd_dsinfo;
+
+/* Opens an input read-only: serial driver (comm = MPI_COMM_NULL) or MPI-IO on `comm`. */
+int rd_h5_open(const char *file, MPI_Comm comm, hid_t *out, rd_status *st);
+void rd_h5_close(hid_t f);
+
+/* 1 if the object exists at `path` (every intermediate group checked), else 0. */
+int rd_h5_exists(hid_t f, const char *path);
+
+/* Describes dataset `path`; a missing one is an RD_EINPUT error naming `file` and `path`. */
+int rd_h5_info(hid_t f, const char *file, const char *path, rd_dsinfo *info, rd_status *st);
+
+/* Checks rank and class; `what` completes "expected ..." in the message. */
+int rd_h5_expect(const rd_dsinfo *info, const char *file, int ndims, int classes_mask, const char *what,
+                 rd_status *st);
+#define RD_TCM(c) (1 << (c))
+
+/* Rows [row0, row0+nrows) of a 1-D or 2-D float dataset, stored precision kept when it is
+ * float32 or float64 (`ft` says which; others are converted to float64). */
+int rd_h5_read_float_rows(hid_t f, const char *file, const rd_dsinfo *info, int64_t row0, int64_t nrows,
+                          rd_ftype ft, void *out, rd_status *st);
+/* Rows of a 1-D or 2-D integer (or enum) dataset as 64-bit words: signed values sign-extended,
+ * unsigned values as they are (info->is_signed tells which), so no id is clipped. */
+int rd_h5_read_int_words(hid_t f, const char *file, const rd_dsinfo *info, int64_t row0, int64_t nrows,
+                         uint64_t *out, rd_status *st);
+/* Rows of a 1-D or 2-D integer (or enum) dataset widened to int64 (an unsigned value above
+ * 2^63 - 1 is an RD_EINPUT error). */
+int rd_h5_read_int_rows(hid_t f, const char *file, const rd_dsinfo *info, int64_t row0, int64_t nrows,
+                        int64_t *out, rd_status *st);
+/* Rows of an integer dataset as 0/1 flags: values other than 0 and 1 are an RD_EINPUT error
+ * naming the element (key = flat element index). */
+int rd_h5_read_flag_rows(hid_t f, const char *file, const rd_dsinfo *info, int64_t row0, int64_t nrows,
+                         uint8_t *out, rd_status *st);
+/* Zero-copy rows: a contiguous, unfiltered dataset stored in the memory's own type (float32,
+ * float64, uint8 little-endian) can be mapped read-only from the file instead of copied, which
+ * spares the copy and the zeroing of fresh pages. The coordinator finds the data's file offset
+ * (rd_h5_contig_offset: 1 when the dataset qualifies and RMDIAG_NO_MMAP is unset) and workers map
+ * their rows without opening the HDF5 file (rd_map_rows); datasets that do not qualify are read
+ * with the functions above. */
+typedef struct rd_h5_map {
+  void *base;
+  size_t len;
+} rd_h5_map;
+int rd_h5_contig_offset(hid_t f, const rd_dsinfo *info, hid_t memtype, int64_t *offset);
+const void *rd_map_rows(const char *file, int64_t offset, int64_t row_bytes, int64_t row0, int64_t nrows, rd_h5_map *m);
+void rd_h5_unmap(rd_h5_map *m);
+
+/* A whole 1-D numeric dataset widened to double (integers converted exactly up to 2^53). */
+int rd_h5_read_numeric(hid_t f, const char *file, const rd_dsinfo *info, double *out, rd_status *st);
+/* A whole 1-D string dataset (fixed or variable length) as `n` NUL-terminated strings packed
+ * one after another in *buf (malloc'd); offsets[i] locates string i. */
+int rd_h5_read_strings(hid_t f, const char *file, const rd_dsinfo *info, char **buf, size_t *buflen,
+                       int64_t **offsets, rd_status *st);
+/* String attribute `name` of the object at `obj_path`; returns 0 when absent. */
+int rd_h5_read_attr_string(hid_t f, const char *obj_path, const char *name, char *out, size_t outlen);
+
+/* Lists the datasets directly under group `path` (names malloc'd, NULL-terminated array). */
+int rd_h5_list(hid_t f, const char *file, const char *path, char ***names, int *n, rd_status *st);
+void rd_h5_free_list(char **names, int n);
+
+#endif

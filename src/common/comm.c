@@ -1,0 +1,232 @@
+/* MPI context, error agreement and the fixed block partition. */
+#include "rmdiag/common/comm.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rmdiag/common/signals.h"
+
+int rd_ctx_init(rd_ctx *ctx, MPI_Comm comm, FILE *out, FILE *err) {
+  memset(ctx, 0, sizeof *ctx);
+  ctx->comm = comm;
+  MPI_Comm_rank(comm, &ctx->rank);
+  MPI_Comm_size(comm, &ctx->size);
+  if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, ctx->rank, MPI_INFO_NULL, &ctx->node_comm) != MPI_SUCCESS)
+    return RD_EFAIL;
+  MPI_Comm_rank(ctx->node_comm, &ctx->node_rank);
+  MPI_Comm_size(ctx->node_comm, &ctx->node_size);
+  ctx->out = ctx->rank == 0 ? out : NULL;
+  ctx->err = ctx->rank == 0 ? err : NULL;
+  return RD_OK;
+}
+
+void rd_ctx_free(rd_ctx *ctx) {
+  if (ctx->node_comm != MPI_COMM_NULL && ctx->node_comm != 0) MPI_Comm_free(&ctx->node_comm);
+}
+
+void rd_abort(const rd_ctx *ctx, const char *file, int line, const char *what) {
+  rd_tmp_cleanup();
+  fprintf(stderr, "rmdiag: fatal error inside a collective phase at %s:%d: %s; aborting all ranks\n", file,
+          line, what);
+  fflush(stderr);
+  MPI_Abort(ctx ? ctx->comm : MPI_COMM_WORLD, 1);
+  abort();
+}
+
+int rd_share_status(const rd_ctx *ctx, rd_status *st, int root) {
+  struct {
+    int code;
+    int64_t key;
+  } head = {st->code, st->key};
+  RD_MPI_CHECK(ctx, MPI_Bcast(&head, (int)sizeof head, MPI_BYTE, root, ctx->comm));
+  st->code = head.code;
+  st->key = head.key;
+  if (st->code != RD_OK) RD_MPI_CHECK(ctx, MPI_Bcast(st->msg, RD_MSG_MAX, MPI_CHAR, root, ctx->comm));
+  return st->code;
+}
+
+int rd_agree(const rd_ctx *ctx, rd_status *st) {
+  int failed = st->code != RD_OK, any = 0;
+  RD_MPI_CHECK(ctx, MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, ctx->comm));
+  if (!any) return RD_OK;
+  long long mykey = failed ? (long long)st->key : LLONG_MAX, minkey = 0;
+  RD_MPI_CHECK(ctx, MPI_Allreduce(&mykey, &minkey, 1, MPI_LONG_LONG, MPI_MIN, ctx->comm));
+  int cand = (failed && mykey == minkey) ? ctx->rank : ctx->size, owner = 0;
+  RD_MPI_CHECK(ctx, MPI_Allreduce(&cand, &owner, 1, MPI_INT, MPI_MIN, ctx->comm));
+  return rd_share_status(ctx, st, owner);
+}
+
+void rd_split_range(int64_t n, int size, int part, int64_t *lo, int64_t *hi) {
+  int64_t base = n / size, rem = n % size;
+  *lo = (int64_t)part * base + (part < rem ? part : rem);
+  *hi = *lo + base + (part < rem ? 1 : 0);
+}
+
+void rd_rank_rows(int64_t n_rows, int64_t block_rows, int size, int rank, int64_t *lo, int64_t *hi) {
+  int64_t nblocks = (n_rows + block_rows - 1) / block_rows, b0, b1;
+  rd_split_range(nblocks, size, rank, &b0, &b1);
+  *lo = b0 * block_rows;
+  *hi = b1 * block_rows;
+  if (*lo > n_rows) *lo = n_rows;
+  if (*hi > n_rows) *hi = n_rows;
+}
+
+#define RD_CHUNK ((size_t)1 << 30)
+
+int rd_bcast_bytes(const rd_ctx *ctx, void *buf, size_t nbytes, int root) {
+  char *p = buf;
+  for (size_t off = 0; off < nbytes; off += RD_CHUNK) {
+    size_t n = nbytes - off < RD_CHUNK ? nbytes - off : RD_CHUNK;
+    RD_MPI_CHECK(ctx, MPI_Bcast(p + off, (int)n, MPI_BYTE, root, ctx->comm));
+  }
+  return RD_OK;
+}
+
+/* Gathers contiguous row ranges in rank order. The unit is one row (a contiguous datatype of
+ * `elem` bytes), so counts and displacements stay within int for up to 2^31 - 1 rows. */
+static int gather_rows(const rd_ctx *ctx, const void *mine, void *all, int64_t n_rows, int64_t block_rows,
+                       size_t elem, int everyone) {
+  int size = ctx->size;
+  if (n_rows >= INT_MAX || elem >= (size_t)INT_MAX) rd_abort(ctx, __FILE__, __LINE__, "gather of more than 2^31 rows");
+  int *counts = malloc(sizeof(int) * (size_t)size), *displs = malloc(sizeof(int) * (size_t)size);
+  if (!counts || !displs) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+  for (int r = 0; r < size; r++) {
+    int64_t lo, hi;
+    rd_rank_rows(n_rows, block_rows, size, r, &lo, &hi);
+    counts[r] = (int)(hi - lo);
+    displs[r] = (int)lo;
+  }
+  MPI_Datatype row;
+  RD_MPI_CHECK(ctx, MPI_Type_contiguous((int)elem, MPI_BYTE, &row));
+  RD_MPI_CHECK(ctx, MPI_Type_commit(&row));
+  if (everyone)
+    RD_MPI_CHECK(ctx, MPI_Allgatherv(mine, counts[ctx->rank], row, all, counts, displs, row, ctx->comm));
+  else
+    RD_MPI_CHECK(ctx, MPI_Gatherv(mine, counts[ctx->rank], row, all, counts, displs, row, 0, ctx->comm));
+  MPI_Type_free(&row);
+  free(counts);
+  free(displs);
+  return RD_OK;
+}
+
+int rd_gather_rows(const rd_ctx *ctx, const void *mine, void *all, int64_t n_rows, int64_t block_rows, size_t elem) {
+  return gather_rows(ctx, mine, ctx->rank == 0 ? all : NULL, n_rows, block_rows, elem, 0);
+}
+
+int rd_allgather_rows(const rd_ctx *ctx, const void *mine, void *all, int64_t n_rows, int64_t block_rows,
+                      size_t elem) {
+  return gather_rows(ctx, mine, all, n_rows, block_rows, elem, 1);
+}
+
+static const double *sort_costs;
+static int by_cost_desc(const void *a, const void *b) {
+  int64_t i = *(const int64_t *)a, j = *(const int64_t *)b;
+  double ci = sort_costs ? sort_costs[i] : 1.0, cj = sort_costs ? sort_costs[j] : 1.0;
+  if (ci != cj) return ci > cj ? -1 : 1;
+  return (i > j) - (i < j);
+}
+
+void rd_assign_tasks(int64_t n_tasks, const double *cost, int size, int *owner) {
+  int64_t *order = malloc(sizeof(int64_t) * (size_t)(n_tasks ? n_tasks : 1));
+  double *load = calloc((size_t)size, sizeof *load);
+  if (!order || !load) abort();
+  for (int64_t k = 0; k < n_tasks; k++) order[k] = k;
+  sort_costs = cost;
+  qsort(order, (size_t)n_tasks, sizeof *order, by_cost_desc);
+  sort_costs = NULL;
+  for (int64_t i = 0; i < n_tasks; i++) {
+    int best = 0;
+    for (int r = 1; r < size; r++)
+      if (load[r] < load[best]) best = r;
+    owner[order[i]] = best;
+    load[best] += cost ? cost[order[i]] : 1.0;
+  }
+  free(order);
+  free(load);
+}
+
+int rd_run_tasks(const rd_ctx *ctx, int64_t n_tasks, const double *cost, rd_task_fn fn, void *arg,
+                 double ***results, int64_t **lens, rd_status *st) {
+  *results = NULL;
+  *lens = NULL;
+  int *owner = malloc(sizeof(int) * (size_t)(n_tasks ? n_tasks : 1));
+  if (!owner) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+  rd_assign_tasks(n_tasks, cost, ctx->size, owner);
+  /* this rank's tasks, packed as [length, values...] in task order */
+  double *pack = NULL;
+  int64_t npack = 0, cap = 0;
+  for (int64_t k = 0; k < n_tasks && st->code == RD_OK; k++) {
+    if (owner[k] != ctx->rank) continue;
+    double *out = NULL;
+    int64_t n = 0;
+    if (fn(k, arg, &out, &n, st) != RD_OK) {
+      free(out);
+      break;
+    }
+    if (npack + n + 1 > cap) {
+      cap = 2 * (npack + n + 1) + 64;
+      double *np = realloc(pack, sizeof(double) * (size_t)cap);
+      if (!np) rd_abort(ctx, __FILE__, __LINE__, "out of memory packing task results");
+      pack = np;
+    }
+    pack[npack++] = (double)n;
+    for (int64_t i = 0; i < n; i++) pack[npack++] = out[i];
+    free(out);
+  }
+  if (rd_agree(ctx, st) != RD_OK) {
+    free(pack);
+    free(owner);
+    return st->code;
+  }
+  if (npack > INT32_MAX) rd_abort(ctx, __FILE__, __LINE__, "task results too large");
+  int mine = (int)npack, *counts = NULL, *displs = NULL;
+  double *all = NULL;
+  if (ctx->rank == 0) {
+    counts = malloc(sizeof(int) * (size_t)ctx->size);
+    displs = malloc(sizeof(int) * (size_t)ctx->size);
+    if (!counts || !displs) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+  }
+  RD_MPI_CHECK(ctx, MPI_Gather(&mine, 1, MPI_INT, counts, 1, MPI_INT, 0, ctx->comm));
+  int64_t total = 0;
+  if (ctx->rank == 0) {
+    for (int r = 0; r < ctx->size; r++) {
+      displs[r] = (int)total;
+      total += counts[r];
+    }
+    if (total > INT32_MAX) rd_abort(ctx, __FILE__, __LINE__, "task results too large");
+    all = malloc(sizeof(double) * (size_t)(total ? total : 1));
+    if (!all) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+  }
+  RD_MPI_CHECK(ctx, MPI_Gatherv(pack, mine, MPI_DOUBLE, all, counts, displs, MPI_DOUBLE, 0, ctx->comm));
+  free(pack);
+  if (ctx->rank == 0) {
+    double **res = calloc((size_t)(n_tasks ? n_tasks : 1), sizeof *res);
+    int64_t *len = calloc((size_t)(n_tasks ? n_tasks : 1), sizeof *len);
+    int64_t *pos = malloc(sizeof(int64_t) * (size_t)ctx->size);
+    if (!res || !len || !pos) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+    for (int r = 0; r < ctx->size; r++) pos[r] = displs[r];
+    for (int64_t k = 0; k < n_tasks; k++) {
+      int64_t *p = &pos[owner[k]];
+      int64_t n = (int64_t)all[(*p)++];
+      res[k] = malloc(sizeof(double) * (size_t)(n ? n : 1));
+      if (!res[k]) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+      for (int64_t i = 0; i < n; i++) res[k][i] = all[(*p)++];
+      len[k] = n;
+    }
+    free(pos);
+    *results = res;
+    *lens = len;
+  }
+  free(all);
+  free(counts);
+  free(displs);
+  free(owner);
+  return RD_OK;
+}
+
+void rd_free_task_results(double **results, int64_t *lens, int64_t n_tasks) {
+  for (int64_t k = 0; results && k < n_tasks; k++) free(results[k]);
+  free(results);
+  free(lens);
+}

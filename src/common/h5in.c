@@ -1,0 +1,601 @@
+/* Reading inputs in the layouts h5py writes (see h5in.h). */
+#include "rmdiag/common/h5in.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rmdiag/common/jsonutil.h"
+#include "rmdiag/common/signals.h"
+
+int rd_h5_open(const char *file, MPI_Comm comm, hid_t *out, rd_status *st) {
+  *out = H5I_INVALID_HID;
+  int readable = access(file, R_OK) == 0, err = errno;
+  if (comm != MPI_COMM_NULL) {
+    /* H5Fopen is collective: every rank must enter it or none (a file missing on one node's
+     * local disk must not leave the others waiting) */
+    int all = 0;
+    MPI_Allreduce(&readable, &all, 1, MPI_INT, MPI_MIN, comm);
+    if (!all)
+      return rd_fail(st, RD_EINPUT, "%s: cannot open the input file on every rank (%s)", file,
+                     readable ? "unreadable on another rank" : strerror(err));
+  } else if (!readable) {
+    return rd_fail(st, RD_EINPUT, "%s: cannot open the input file (%s)", file, strerror(err));
+  }
+  if (comm == MPI_COMM_NULL) {
+    htri_t is = H5Fis_hdf5(file);
+    if (is <= 0) return rd_fail(st, RD_EINPUT, "%s: not an HDF5 file", file);
+  }
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  if (comm != MPI_COMM_NULL) H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL);
+  hid_t f = H5Fopen(file, H5F_ACC_RDONLY, fapl);
+  H5Pclose(fapl);
+  if (f < 0) return rd_fail(st, RD_EINPUT, "%s: cannot open as HDF5 (not an HDF5 file, or unreadable)", file);
+  *out = f;
+  return RD_OK;
+}
+
+void rd_h5_close(hid_t f) {
+  if (f >= 0) H5Fclose(f);
+}
+
+int rd_h5_exists(hid_t f, const char *path) {
+  char buf[1024];
+  size_t n = strlen(path);
+  if (n >= sizeof buf) return 0;
+  if (strcmp(path, "/") == 0) return 1;
+  memcpy(buf, path, n + 1);
+  for (size_t i = 1; i <= n; i++) {
+    if (buf[i] == '/' || buf[i] == '\0') {
+      char save = buf[i];
+      buf[i] = '\0';
+      htri_t e = H5Lexists(f, buf, H5P_DEFAULT);
+      if (e > 0) e = H5Oexists_by_name(f, buf, H5P_DEFAULT);
+      buf[i] = save;
+      if (e <= 0) return 0;
+    }
+  }
+  return 1;
+}
+
+static rd_tclass classify(hid_t t, size_t *size, int *is_signed) {
+  H5T_class_t c = H5Tget_class(t);
+  *size = H5Tget_size(t);
+  *is_signed = 0;
+  if (c == H5T_INTEGER) {
+    *is_signed = H5Tget_sign(t) == H5T_SGN_2;
+    return RD_TC_INT;
+  }
+  if (c == H5T_ENUM) {
+    hid_t base = H5Tget_super(t);
+    int ok = H5Tget_class(base) == H5T_INTEGER;
+    *is_signed = H5Tget_sign(base) == H5T_SGN_2;
+    H5Tclose(base);
+    return ok ? RD_TC_INT : RD_TC_OTHER;
+  }
+  if (c == H5T_FLOAT) return RD_TC_FLOAT;
+  if (c == H5T_STRING) return RD_TC_STRING;
+  return RD_TC_OTHER;
+}
+
+int rd_h5_info(hid_t f, const char *file, const char *path, rd_dsinfo *info, rd_status *st) {
+  memset(info, 0, sizeof *info);
+  snprintf(info->path, sizeof info->path, "%s", path);
+  if (!rd_h5_exists(f, path)) return rd_fail(st, RD_EINPUT, "%s: dataset %s is missing", file, path);
+  H5O_info_t oi;
+  if (H5Oget_info_by_name(f, path, &oi, H5P_DEFAULT) < 0 || oi.type != H5O_TYPE_DATASET)
+    return rd_fail(st, RD_EINPUT, "%s: %s is not a dataset", file, path);
+  hid_t d = H5Dopen2(f, path, H5P_DEFAULT);
+  if (d < 0) return rd_fail(st, RD_EINPUT, "%s: cannot open dataset %s", file, path);
+  hid_t s = H5Dget_space(d), t = H5Dget_type(d);
+  int nd = H5Sget_simple_extent_ndims(s);
+  int rc = RD_OK;
+  if (nd < 0 || nd > 4) {
+    rc = rd_fail(st, RD_EINPUT, "%s: dataset %s has %d dimensions (expected at most 2)", file, path, nd);
+  } else {
+    hsize_t dims[4] = {0};
+    H5Sget_simple_extent_dims(s, dims, NULL);
+    info->ndims = nd;
+    for (int i = 0; i < nd; i++) info->dims[i] = (int64_t)dims[i];
+    info->tclass = classify(t, &info->tsize, &info->is_signed);
+  }
+  H5Tclose(t);
+  H5Sclose(s);
+  H5Dclose(d);
+  return rc;
+}
+
+static const char *class_name(rd_tclass c) {
+  switch (c) {
+    case RD_TC_INT: return "integer";
+    case RD_TC_FLOAT: return "float";
+    case RD_TC_STRING: return "string";
+    default: return "unsupported";
+  }
+}
+
+int rd_h5_expect(const rd_dsinfo *info, const char *file, int ndims, int classes_mask, const char *what,
+                 rd_status *st) {
+  if (!(classes_mask & RD_TCM(info->tclass)))
+    return rd_fail(st, RD_EINPUT, "%s: dataset %s has %s type, expected %s", file, info->path,
+                   class_name(info->tclass), what);
+  if (info->ndims != ndims) {
+    char shape[96] = "";
+    size_t n = 0;
+    for (int i = 0; i < info->ndims; i++)
+      n += (size_t)snprintf(shape + n, sizeof shape - n, "%s%lld", i ? ", " : "", (long long)info->dims[i]);
+    return rd_fail(st, RD_EINPUT, "%s: dataset %s has shape [%s], expected %d dimension%s (%s)", file, info->path,
+                   shape, ndims, ndims == 1 ? "" : "s", what);
+  }
+  return RD_OK;
+}
+
+/* Opens the dataset and selects rows [row0, row0+nrows) with all columns. */
+static int select_rows(hid_t f, const char *file, const rd_dsinfo *info, int64_t row0, int64_t nrows, hid_t *d,
+                       hid_t *fs, hid_t *ms, rd_status *st) {
+  *d = H5Dopen2(f, info->path, H5P_DEFAULT);
+  if (*d < 0) return rd_fail(st, RD_EINPUT, "%s: cannot open dataset %s", file, info->path);
+  *fs = H5Dget_space(*d);
+  hsize_t start[4] = {0}, count[4] = {0};
+  for (int i = 0; i < info->ndims; i++) count[i] = (hsize_t)info->dims[i];
+  start[0] = (hsize_t)row0;
+  count[0] = (hsize_t)nrows;
+  if (info->ndims == 0) {
+    H5Sselect_all(*fs);
+    *ms = H5Screate(H5S_SCALAR);
+    return RD_OK;
+  }
+  if (nrows == 0) {
+    H5Sselect_none(*fs);
+  } else {
+    H5Sselect_hyperslab(*fs, H5S_SELECT_SET, start, NULL, count, NULL);
+  }
+  *ms = H5Screate_simple(info->ndims, count, NULL);
+  if (nrows == 0) H5Sselect_none(*ms);
+  return RD_OK;
+}
+
+static int read_sel(hid_t f, const char *file, const rd_dsinfo *info, int64_t row0, int64_t nrows, hid_t memtype,
+                    void *out, rd_status *st) {
+  hid_t d = H5I_INVALID_HID, fs = H5I_INVALID_HID, ms = H5I_INVALID_HID;
+  RD_TRY(select_rows(f, file, info, row0, nrows, &d, &fs, &ms, st));
+  herr_t e = H5Dread(d, memtype, ms, fs, H5P_DEFAULT, out);
+  H5Sclose(ms);
+  H5Sclose(fs);
+  H5Dclose(d);
+  if (e < 0)
+    return rd_fail(st, RD_EINPUT, "%s: reading rows %lld..%lld of dataset %s failed (corrupt data or a type that "
+                   "cannot be converted)", file, (long long)row0, (long long)(row0 + nrows - 1), info->path);
+  return RD_OK;
+}
+
+static int64_t row_elems(const rd_dsinfo *info) {
+  int64_t n = 1;
+  for (int i = 1; i < info->ndims; i++) n *= info->dims[i];
+  return n;
+}
+
+int rd_h5_read_float_rows(hid_t f, const char *file, const rd_dsinfo *info, int64_t row0, int64_t nrows,
+                          rd_ftype ft, void *out, rd_status *st) {
+  return read_sel(f, file, info, row0, nrows, ft == RD_F32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE, out, st);
+}
+
+/* Native integer type of the file's size and sign (enums read as their base integers). */
+static hid_t native_int(const rd_dsinfo *info) {
+  switch (info->tsize) {
+    case 1: return info->is_signed ? H5T_NATIVE_INT8 : H5T_NATIVE_UINT8;
+    case 2: return info->is_signed ? H5T_NATIVE_INT16 : H5T_NATIVE_UINT16;
+    case 4: return info->is_signed ? H5T_NATIVE_INT32 : H5T_NATIVE_UINT32;
+    default: return info->is_signed ? H5T_NATIVE_INT64 : H5T_NATIVE_UINT64;
+  }
+}
+
+/* Reads integers of the file's width without HDF5's clipping conversions and widens them to
+ * 64-bit words: signed values sign-extended, unsigned ones as they are (so a uint64 above 2^63
+ * keeps its value; `info->is_signed` says how to read the word). Enum datasets (h5py booleans)
+ * are read through a copy of their own type, which has the bytes of the base integer. */
+static int read_int_words(hid_t f, const char *file, const rd_dsinfo *info, int64_t row0, int64_t nrows,
+                          uint64_t *out, rd_status *st) {
+  int64_t n = nrows * row_elems(info);
+  size_t w = info->tsize;
+  if (w != 1 && w != 2 && w != 4 && w != 8)
+    return rd_fail(st, RD_EINPUT, "%s: dataset %s has %zu-byte integers (expected 1, 2, 4 or 8)", file, info->path,
+                   info->tsize);
+  void *raw = malloc((size_t)(n ? n : 1) * w);
+  if (!raw) return rd_fail(st, RD_EFAIL, "out of memory reading %s", info->path);
+  hid_t d = H5Dopen2(f, info->path, H5P_DEFAULT);
+  hid_t ft = d >= 0 ? H5Dget_type(d) : H5I_INVALID_HID;
+  hid_t mt = H5I_INVALID_HID;
+  if (ft >= 0 && H5Tget_class(ft) == H5T_ENUM) mt = H5Tget_native_type(ft, H5T_DIR_ASCEND);
+  if (ft >= 0) H5Tclose(ft);
+  if (d >= 0) H5Dclose(d);
+  int rc = read_sel(f, file, info, row0, nrows, mt >= 0 ? mt : native_int(info), raw, st);
+  if (mt >= 0) H5Tclose(mt);
+  if (rc == RD_OK) {
+    for (int64_t i = 0; i < n; i++) {
+      switch (w) {
+        case 1: out[i] = info->is_signed ? (uint64_t)(int64_t)((int8_t *)raw)[i] : ((uint8_t *)raw)[i]; break;
+        case 2: out[i] = info->is_signed ? (uint64_t)(int64_t)((int16_t *)raw)[i] : ((uint16_t *)raw)[i]; break;
+        case 4: out[i] = info->is_signed ? (uint64_t)(int64_t)((int32_t *)raw)[i] : ((uint32_t *)raw)[i]; break;
+        default: out[i] = ((uint64_t *)raw)[i];
+      }
+    }
+  }
+  free(raw);
+  return rc;
+}
+
+/* A word from read_int_words as a double (exact below 2^53). */
+static double word_to_double(uint64_t w, int is_signed) { return is_signed ? (double)(int64_t)w : (double)w; }
+
+int rd_h5_read_int_words(hid_t f, const char *file, const rd_dsinfo *info, int64_t row0, int64_t nrows,
+                         uint64_t *out, rd_status *st) {
+  if (info->tclass != RD_TC_INT)
+    return rd_fail(st, RD_EINPUT, "%s: dataset %s has %s type, expected integers", file, info->path,
+                   class_name(info->tclass));
+  return read_int_words(f, file, info, row0, nrows, out, st);
+}
+
+int rd_h5_read_int_rows(hid_t f, const char *file, const rd_dsinfo *info, int64_t row0, int64_t nrows,
+                        int64_t *out, rd_status *st) {
+  RD_TRY(rd_h5_read_int_words(f, file, info, row0, nrows, (uint64_t *)out, st));
+  if (!info->is_signed) {
+    int64_t n = nrows * row_elems(info);
+    for (int64_t i = 0; i < n; i++)
+      if ((uint64_t)out[i] > (uint64_t)INT64_MAX)
+        return rd_fail_at(st, RD_EINPUT, row0 * row_elems(info) + i, "%s: %s: value %llu at element %lld is above 2^63 - 1",
+                          file, info->path, (unsigned long long)out[i], (long long)(row0 * row_elems(info) + i));
+  }
+  return RD_OK;
+}
+
+int rd_h5_read_flag_rows(hid_t f, const char *file, const rd_dsinfo *info, int64_t row0, int64_t nrows,
+                         uint8_t *out, rd_status *st) {
+  int64_t cols = row_elems(info), n = nrows * cols;
+  if (info->tclass != RD_TC_INT)
+    return rd_fail(st, RD_EINPUT, "%s: dataset %s has %s type, expected 0/1 integers or booleans", file,
+                   info->path, class_name(info->tclass));
+  if (info->tsize == 1 && !info->is_signed) {
+    hid_t d = H5Dopen2(f, info->path, H5P_DEFAULT);
+    hid_t ft = d >= 0 ? H5Dget_type(d) : H5I_INVALID_HID;
+    int is_enum = ft >= 0 && H5Tget_class(ft) == H5T_ENUM;
+    if (ft >= 0) H5Tclose(ft);
+    if (d >= 0) H5Dclose(d);
+    if (!is_enum) {
+      RD_TRY(read_sel(f, file, info, row0, nrows, H5T_NATIVE_UINT8, out, st));
+      for (int64_t i = 0; i < n; i++)
+        if (out[i] > 1) {
+          int64_t r = row0 + i / cols, c = i % cols;
+          if (info->ndims == 2)
+            return rd_fail_at(st, RD_EINPUT, (row0 * cols + i), "%s: %s[%lld, %lld] = %u, expected 0 or 1", file,
+                              info->path, (long long)r, (long long)c, out[i]);
+          return rd_fail_at(st, RD_EINPUT, (row0 * cols + i), "%s: %s[%lld] = %u, expected 0 or 1", file,
+                            info->path, (long long)r, out[i]);
+        }
+      return RD_OK;
+    }
+  }
+  uint64_t *wide = malloc(sizeof(uint64_t) * (size_t)(n ? n : 1));
+  if (!wide) return rd_fail(st, RD_EFAIL, "out of memory reading %s", info->path);
+  int rc = read_int_words(f, file, info, row0, nrows, wide, st);
+  for (int64_t i = 0; rc == RD_OK && i < n; i++) {
+    if (wide[i] > 1) {
+      int64_t r = row0 + i / cols, c = i % cols;
+      char val[32];
+      if (info->is_signed) snprintf(val, sizeof val, "%lld", (long long)(int64_t)wide[i]);
+      else snprintf(val, sizeof val, "%llu", (unsigned long long)wide[i]);
+      if (info->ndims == 2)
+        rc = rd_fail_at(st, RD_EINPUT, row0 * cols + i, "%s: %s[%lld, %lld] = %s, expected 0 or 1", file, info->path,
+                        (long long)r, (long long)c, val);
+      else
+        rc = rd_fail_at(st, RD_EINPUT, row0 * cols + i, "%s: %s[%lld] = %s, expected 0 or 1", file, info->path,
+                        (long long)r, val);
+      break;
+    }
+    out[i] = (uint8_t)wide[i];
+  }
+  free(wide);
+  return rc;
+}
+
+int rd_h5_read_numeric(hid_t f, const char *file, const rd_dsinfo *info, double *out, rd_status *st) {
+  int64_t n = info->ndims ? info->dims[0] * row_elems(info) : 1;
+  if (info->tclass == RD_TC_FLOAT) return read_sel(f, file, info, 0, info->ndims ? info->dims[0] : 1,
+                                                   H5T_NATIVE_DOUBLE, out, st);
+  if (info->tclass != RD_TC_INT)
+    return rd_fail(st, RD_EINPUT, "%s: dataset %s has %s type, expected numbers", file, info->path,
+                   class_name(info->tclass));
+  uint64_t *tmp = malloc(sizeof(uint64_t) * (size_t)(n ? n : 1));
+  if (!tmp) return rd_fail(st, RD_EFAIL, "out of memory reading %s", info->path);
+  int rc = read_int_words(f, file, info, 0, info->ndims ? info->dims[0] : 1, tmp, st);
+  for (int64_t i = 0; rc == RD_OK && i < n; i++) out[i] = word_to_double(tmp[i], info->is_signed);
+  free(tmp);
+  return rc;
+}
+
+/* Variable-length strings live in the file's global heap, whose object sizes HDF5 1.10 trusts: a
+ * corrupt heap can make H5Dread copy past its buffers and fault. The read runs under a guard that
+ * turns SIGSEGV/SIGBUS into an error (the process then only closes and exits), so a corrupt input
+ * ends with exit 2, never a crash. */
+static sigjmp_buf vlen_jump;
+static volatile sig_atomic_t vlen_guarded;
+
+static void vlen_fault(int sig) {
+  if (vlen_guarded) siglongjmp(vlen_jump, sig);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+static herr_t guarded_vlen_read(hid_t d, hid_t mt, char **ptrs, int *faulted) {
+  struct sigaction sa, old_segv, old_bus;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = vlen_fault;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_NODEFER;
+  sigaction(SIGSEGV, &sa, &old_segv);
+  sigaction(SIGBUS, &sa, &old_bus);
+  herr_t e = -1;
+  *faulted = 0;
+  if (sigsetjmp(vlen_jump, 1) == 0) {
+    vlen_guarded = 1;
+    e = H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs);
+  } else {
+    *faulted = 1;
+  }
+  vlen_guarded = 0;
+  sigaction(SIGSEGV, &old_segv, NULL);
+  sigaction(SIGBUS, &old_bus, NULL);
+  return e;
+}
+
+int rd_h5_read_strings(hid_t f, const char *file, const rd_dsinfo *info, char **buf, size_t *buflen,
+                       int64_t **offsets, rd_status *st) {
+  *buf = NULL;
+  *offsets = NULL;
+  *buflen = 0;
+  if (info->tclass != RD_TC_STRING || info->ndims != 1)
+    return rd_fail(st, RD_EINPUT, "%s: dataset %s must be a 1-D string dataset", file, info->path);
+  int64_t n = info->dims[0];
+  hid_t d = H5Dopen2(f, info->path, H5P_DEFAULT);
+  if (d < 0) return rd_fail(st, RD_EINPUT, "%s: cannot open dataset %s", file, info->path);
+  hid_t ft = H5Dget_type(d), space = H5Dget_space(d);
+  int is_var = H5Tis_variable_str(ft) > 0;
+  hid_t mt = H5Tcopy(H5T_C_S1);
+  H5Tset_cset(mt, H5Tget_cset(ft));
+  int rc = RD_OK;
+  int64_t *off = malloc(sizeof(int64_t) * (size_t)(n + 1));
+  char *out = NULL;
+  if (!off) {
+    rc = rd_fail(st, RD_EFAIL, "out of memory reading %s", info->path);
+  } else if (is_var) {
+    H5Tset_size(mt, H5T_VARIABLE);
+    char **ptrs = calloc((size_t)(n ? n : 1), sizeof *ptrs);
+    int faulted = 0;
+    if (!ptrs || guarded_vlen_read(d, mt, ptrs, &faulted) < 0) {
+      if (faulted) {
+        /* HDF5 is left mid-read (a heap entry stays locked in its cache; closing the file would never
+         * return), so the process ends here: the message, the temporary files removed, exit 2 */
+        fprintf(stderr, "rmdiag: error: %s: dataset %s: its variable-length strings are corrupt (reading them "
+                "faulted)\n", file, info->path);
+        rd_tmp_cleanup();
+        fflush(NULL);
+        _exit(RD_EINPUT);
+      }
+      rc = rd_fail(st, RD_EINPUT, "%s: cannot read strings of dataset %s", file, info->path);
+    } else {
+      size_t total = 0;
+      for (int64_t i = 0; i < n; i++) total += (ptrs[i] ? strlen(ptrs[i]) : 0) + 1;
+      out = malloc(total ? total : 1);
+      if (!out) {
+        rc = rd_fail(st, RD_EFAIL, "out of memory reading %s", info->path);
+      } else {
+        size_t pos = 0;
+        for (int64_t i = 0; i < n; i++) {
+          size_t l = ptrs[i] ? strlen(ptrs[i]) : 0;
+          off[i] = (int64_t)pos;
+          if (l) memcpy(out + pos, ptrs[i], l);
+          out[pos + l] = '\0';
+          pos += l + 1;
+        }
+        off[n] = (int64_t)pos;
+        *buflen = pos;
+      }
+      H5Dvlen_reclaim(mt, space, H5P_DEFAULT, ptrs);
+    }
+    free(ptrs);
+  } else {
+    size_t w = H5Tget_size(ft);
+    H5Tset_size(mt, w);
+    H5Tset_strpad(mt, H5Tget_strpad(ft));
+    char *raw = malloc((size_t)(n ? n : 1) * w);
+    out = malloc((size_t)(n ? n : 1) * (w + 1));
+    if (!raw || !out) {
+      rc = rd_fail(st, RD_EFAIL, "out of memory reading %s", info->path);
+    } else if (H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw) < 0) {
+      rc = rd_fail(st, RD_EINPUT, "%s: cannot read strings of dataset %s", file, info->path);
+    } else {
+      int spacepad = H5Tget_strpad(ft) == H5T_STR_SPACEPAD;
+      size_t pos = 0;
+      for (int64_t i = 0; i < n; i++) {
+        const char *s = raw + (size_t)i * w;
+        size_t l = 0;
+        while (l < w && s[l] != '\0') l++;
+        if (spacepad)
+          while (l > 0 && s[l - 1] == ' ') l--;
+        off[i] = (int64_t)pos;
+        memcpy(out + pos, s, l);
+        out[pos + l] = '\0';
+        pos += l + 1;
+      }
+      off[n] = (int64_t)pos;
+      *buflen = pos;
+    }
+    free(raw);
+  }
+  H5Tclose(mt);
+  H5Tclose(ft);
+  H5Sclose(space);
+  H5Dclose(d);
+  /* names end up in JSON reports and messages: they must be UTF-8 text (ASCII included) */
+  for (int64_t i = 0; rc == RD_OK && i < n; i++) {
+    int64_t at = rd_utf8_invalid_at(out + off[i], (size_t)(off[i + 1] - off[i] - 1));
+    if (at >= 0)
+      rc = rd_fail(st, RD_EINPUT, "%s: %s[%lld] is not valid UTF-8 text (byte %lld = 0x%02x); expected UTF-8 strings",
+                   file, info->path, (long long)i, (long long)at, (unsigned)(unsigned char)out[off[i] + at]);
+  }
+  if (rc != RD_OK) {
+    free(off);
+    free(out);
+    return rc;
+  }
+  *buf = out;
+  *offsets = off;
+  return RD_OK;
+}
+
+int rd_h5_read_attr_string(hid_t f, const char *obj_path, const char *name, char *out, size_t outlen) {
+  out[0] = '\0';
+  if (H5Aexists_by_name(f, obj_path, name, H5P_DEFAULT) <= 0) return 0;
+  hid_t a = H5Aopen_by_name(f, obj_path, name, H5P_DEFAULT, H5P_DEFAULT);
+  if (a < 0) return 0;
+  hid_t t = H5Aget_type(a);
+  int ok = 0;
+  if (H5Tget_class(t) == H5T_STRING) {
+    hid_t mt = H5Tcopy(H5T_C_S1);
+    H5Tset_cset(mt, H5Tget_cset(t));
+    if (H5Tis_variable_str(t) > 0) {
+      H5Tset_size(mt, H5T_VARIABLE);
+      char *s = NULL;
+      if (H5Aread(a, mt, &s) >= 0 && s) {
+        snprintf(out, outlen, "%s", s);
+        ok = 1;
+        H5free_memory(s);
+      }
+    } else {
+      size_t w = H5Tget_size(t);
+      H5Tset_size(mt, w);
+      char *s = calloc(w + 1, 1);
+      if (s && H5Aread(a, mt, s) >= 0) {
+        snprintf(out, outlen, "%s", s);
+        ok = 1;
+      }
+      free(s);
+    }
+    H5Tclose(mt);
+  }
+  H5Tclose(t);
+  H5Aclose(a);
+  return ok;
+}
+
+typedef struct {
+  char **names;
+  int n, cap;
+  hid_t group;
+} list_acc;
+
+static herr_t list_cb(hid_t g, const char *name, const H5L_info_t *li, void *data) {
+  (void)li;
+  list_acc *a = data;
+  H5O_info_t oi;
+  if (H5Oget_info_by_name(g, name, &oi, H5P_DEFAULT) < 0 || oi.type != H5O_TYPE_DATASET) return 0;
+  if (a->n + 1 >= a->cap) {
+    int cap = a->cap ? 2 * a->cap : 16;
+    char **nn = realloc(a->names, sizeof(char *) * (size_t)cap);
+    if (!nn) return -1;
+    a->names = nn;
+    a->cap = cap;
+  }
+  a->names[a->n++] = strdup(name);
+  a->names[a->n] = NULL;
+  return 0;
+}
+
+int rd_h5_list(hid_t f, const char *file, const char *path, char ***names, int *n, rd_status *st) {
+  *names = NULL;
+  *n = 0;
+  if (!rd_h5_exists(f, path)) return RD_OK;
+  hid_t g = H5Gopen2(f, path, H5P_DEFAULT);
+  if (g < 0) return rd_fail(st, RD_EINPUT, "%s: %s is not a group", file, path);
+  list_acc a = {NULL, 0, 0, g};
+  hsize_t idx = 0;
+  herr_t e = H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, list_cb, &a);
+  H5Gclose(g);
+  if (e < 0) {
+    rd_h5_free_list(a.names, a.n);
+    return rd_fail(st, RD_EINPUT, "%s: cannot list group %s", file, path);
+  }
+  *names = a.names;
+  *n = a.n;
+  return RD_OK;
+}
+
+void rd_h5_free_list(char **names, int n) {
+  for (int i = 0; i < n; i++) free(names[i]);
+  free(names);
+}
+
+/* The name of the file an object lives in (an external link can lead to another file). */
+static int same_file(hid_t f, hid_t obj) {
+  char a[4096], b[4096];
+  ssize_t na = H5Fget_name(f, a, sizeof a), nb = H5Fget_name(obj, b, sizeof b);
+  return na > 0 && nb > 0 && (size_t)na < sizeof a && (size_t)nb < sizeof b && strcmp(a, b) == 0;
+}
+
+int rd_h5_contig_offset(hid_t f, const rd_dsinfo *info, hid_t memtype, int64_t *offset) {
+  *offset = -1;
+  const char *off = getenv("RMDIAG_NO_MMAP");
+  if (off && strcmp(off, "0") != 0) return 0;
+  hid_t d = H5Dopen2(f, info->path, H5P_DEFAULT);
+  if (d < 0) return 0;
+  hid_t dcpl = H5Dget_create_plist(d), ft = H5Dget_type(d);
+  size_t esize = H5Tget_size(ft);
+  /* mappable: stored whole in this very file, contiguous, in the memory's type, element-aligned,
+   * and inside the file as it is on disk */
+  int ok = same_file(f, d) && H5Pget_layout(dcpl) == H5D_CONTIGUOUS && H5Pget_external_count(dcpl) == 0 &&
+           H5Tequal(ft, memtype) > 0;
+  haddr_t addr = ok ? H5Dget_offset(d) : HADDR_UNDEF;
+  int64_t total = (int64_t)esize;
+  for (int i = 0; i < info->ndims; i++) total *= info->dims[i];
+  ok = ok && addr != HADDR_UNDEF && (int64_t)H5Dget_storage_size(d) == total && esize > 0 && addr % esize == 0;
+  if (ok) {
+    char name[4096];
+    struct stat sb;
+    ssize_t nn = H5Fget_name(f, name, sizeof name);
+    ok = nn > 0 && (size_t)nn < sizeof name && stat(name, &sb) == 0 && (int64_t)addr + total <= (int64_t)sb.st_size;
+  }
+  H5Tclose(ft);
+  H5Pclose(dcpl);
+  H5Dclose(d);
+  if (ok) *offset = (int64_t)addr;
+  return ok;
+}
+
+const void *rd_map_rows(const char *file, int64_t offset, int64_t row_bytes, int64_t row0, int64_t nrows, rd_h5_map *m) {
+  m->base = NULL;
+  m->len = 0;
+  if (nrows <= 0 || offset < 0) return NULL;
+  int fd = open(file, O_RDONLY);
+  if (fd < 0) return NULL;
+  long page = sysconf(_SC_PAGESIZE);
+  int64_t start = offset + row0 * row_bytes, len = nrows * row_bytes;
+  int64_t aligned = start / page * page;
+  void *p = mmap(NULL, (size_t)(len + (start - aligned)), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, (off_t)aligned);
+  close(fd);
+  if (p == MAP_FAILED) return NULL;
+  m->base = p;
+  m->len = (size_t)(len + (start - aligned));
+  return (const char *)p + (start - aligned);
+}
+
+void rd_h5_unmap(rd_h5_map *m) {
+  if (m->base) munmap(m->base, m->len);
+  m->base = NULL;
+  m->len = 0;
+}

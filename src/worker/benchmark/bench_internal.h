@@ -1,0 +1,155 @@
+/* Internal seam between the benchmark kind's driver (bench.c: options, input layout, the
+ * collective run) and its scoring (bench_score.c: subset values, sections, the Ties composite,
+ * bootstrap replicates, the report and the leaderboard). */
+#ifndef RMDIAG_BENCH_INTERNAL_H
+#define RMDIAG_BENCH_INTERNAL_H
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "rmdiag/kernels/backend.h"
+#include "rmdiag/kernels/bench.h"
+#include "rmdiag/common/comm.h"
+#include "rmdiag/common/h5in.h"
+#include "rmdiag/common/progress.h"
+#include "rmdiag/kernels/rng.h"
+#include "rmdiag/common/status.h"
+
+enum { BENCH_V1 = 0, BENCH_V2 = 1, BENCH_CUSTOM = 2 };
+
+typedef struct bench_section {
+  const char *name;
+  int n;                 /* subsets */
+  const char **subsets;
+  double *weights;
+} bench_section;
+
+/* Parsed job options. Strings point into the job file's JSON or into static tables. */
+typedef struct bench_opts {
+  int scheme;            /* BENCH_V1, BENCH_V2, BENCH_CUSTOM */
+  rd_bench_rule rule;
+  int n_sections;
+  bench_section *sections;
+  const char *ties_subset;  /* subset scored with the Ties composite, or NULL */
+  int prior_sets, allow_missing;
+  int64_t bootstrap;
+  int compare_all;
+  int n_pairs;
+  const char **pair_a, **pair_b;
+} bench_opts;
+
+/* Scalars every rank needs (broadcast as one block). */
+typedef struct bench_dims {
+  int64_t M, S, I, C;
+  int64_t n_sec, n_entries;   /* sections (Prior Sets last when on) and their (subset, weight) entries */
+  int64_t n_prompts;          /* Ties prompts (0 when no Ties subset is scored) */
+  int64_t scores_off, given_off;  /* file offsets for mapping, or -1 */
+  int64_t names_len;          /* packed subset + model names */
+  int32_t accuracy_mode, has_given, ftype, ties_subset, prior_sec, rule;
+  rd_dsinfo scores_ds, given_ds;
+} bench_dims;
+
+/* Everything the ranks share about an input and a scheme. */
+typedef struct bench_plan {
+  bench_dims d;
+  /* items (empty in accuracy mode) */
+  int32_t *item_subset;   /* [I] */
+  int64_t *item_offset;   /* [I + 1] */
+  int32_t *n_correct;     /* [I] */
+  int64_t *subset_n;      /* [S] items per subset */
+  int64_t *subset_first;  /* [S + 1] start of each subset in subset_items */
+  int64_t *subset_items;  /* [I] items grouped by subset, in item order */
+  /* names: subsets 0..S-1 then models 0..M-1, NUL-terminated, packed */
+  char *names;
+  int64_t *name_off;      /* [S + M] */
+  /* the scheme, resolved against the input */
+  int64_t *sec_first;     /* [n_sec + 1] into the entries */
+  int32_t *ent_subset;    /* subset index, or -1 when the input lacks it */
+  double *ent_weight;
+  double *sec_score_w;    /* weight of each section in the score */
+  uint8_t *resampled;     /* [S] subsets the bootstrap resamples (those a section uses) */
+  /* Ties prompts in ascending prompt number: their ref and tied items (-1 when absent) */
+  int64_t *prompt_ref, *prompt_tied, *prompt_number;
+} bench_plan;
+
+static inline const char *bench_subset_name(const bench_plan *p, int64_t s) { return p->names + p->name_off[s]; }
+static inline const char *bench_model_name(const bench_plan *p, int64_t m) {
+  return p->names + p->name_off[p->d.S + m];
+}
+void bench_plan_free(bench_plan *p);
+
+/* Per-prompt parts of the Ties composite, one row of lanes per prompt (prompt-major, so a sum over
+ * drawn prompts runs over contiguous lanes): [acc_tied (M) | acc_ref (M) | pref (M) | pref_hard (M)
+ * | margin (M) | has_tied | has_ref | both], where acc_* is the accuracy of the prompt's tied / ref
+ * row, pref = [gap_tied > spread_tied], pref_hard = [min(gap_ref, gap_tied) > spread_tied] and
+ * margin the tanh term (0 where the prompt lacks a row; the last three flags say which rows it
+ * has). */
+typedef struct bench_ties {
+  int64_t P, M, L, ld;  /* prompts, models, lanes (5 M + 3), row stride (L rounded up to 8) */
+  double *X;            /* [P × ld] */
+} bench_ties;
+
+/* Builds the per-prompt parts from each Ties row's gap and spread: g[((m * P) + p) * 4 + k] with
+ * k = 0 gap_ref, 1 spread_ref, 2 gap_tied, 3 spread_tied. */
+int bench_ties_build(const bench_plan *p, const double *g, bench_ties *t, rd_status *st);
+void bench_ties_free(bench_ties *t);
+
+/* What evaluating the scheme needs: credits by subset, Ties parts, or given accuracies. */
+typedef struct bench_eval {
+  const bench_plan *p;
+  const bench_opts *o;
+  /* credits by subset, one row of model lanes per item: subsets whose credits are all multiples
+   * of 1/scale[s] (scale[s] × items <= INT16_MAX) as exact integers in CT16 ([items × Mp16], Mp16 =
+   * M rounded up to 32), the others as doubles in CT ([items × Mp], Mp = M rounded up to 8) */
+  double *CT;
+  int16_t *CT16;
+  uint8_t *CT8;           /* subsets with 0/1 credits only (scale 1): [items × Mp8], Mp8 = M rounded up to 64 */
+  int64_t Mp, Mp16, Mp8;
+  int32_t *scale;         /* [S] */
+  int64_t *ct_first;      /* [S] first row of subset s in CT (-1 when not resampled) */
+  bench_ties ties;
+  const double *acc_input;  /* accuracy mode: [M × S] (NaN = missing for that model) */
+} bench_eval;
+
+/* Fills CT from the full credit matrix [M × I]. */
+int bench_eval_init(bench_eval *E, const bench_plan *p, const bench_opts *o, const double *credit, rd_status *st);
+void bench_eval_free(bench_eval *E);
+
+/* Values of one evaluation: subset values val[s * M + m], then per model the sections and the
+ * score, out[m * (n_sec + 1) + k] (k = n_sec: the score). `draws[s]` are the units (items of
+ * subset s in subset order, or Ties prompts) drawn for a replicate; NULL: the point estimate
+ * (every unit once, in order). In a replicate only the resampled subsets are evaluated (the
+ * others are NaN). scratch: bench_scratch_len(E) doubles. */
+void bench_evaluate(const bench_eval *E, const uint32_t *const *draws, double *val, double *scratch, double *out);
+int64_t bench_scratch_len(const bench_eval *E);
+
+/* Replicates [b0, b1) of the bootstrap: out[(b - b0) * M * K + m * K + k], K = n_sec + 1. */
+int bench_bootstrap_block(const bench_eval *E, int64_t seed, const char *job, int64_t b0, int64_t b1, double *out,
+                          rd_status *st);
+
+/* Rank 0: the report's result object and the leaderboard. credit is [M × I] (NULL in accuracy
+ * mode); ci holds the bootstrap intervals [M × K × 3: lo, hi, dropped] and cmp the comparisons
+ * [n_cmp × 4: lo, hi, p, replicates used] (NULL when the bootstrap is off). */
+typedef struct bench_report_in {
+  const bench_plan *p;
+  const bench_opts *o;
+  const bench_eval *E;
+  const double *credit;
+  const double *ci, *cmp;
+  int64_t B;
+  const int *cmp_a, *cmp_b;
+  int n_cmp;
+  const char *const *missing;  /* scheme subsets absent from the input */
+  int n_missing;
+  const char *file;
+} bench_report_in;
+
+/* A paired comparison from two models' score replicates: the 95 % interval of the finite differences
+ * and p = min(1, 2 min(#d <= 0, #d >= 0) / used); out = {lo, hi, p, used}. scratch: B doubles. */
+void bench_compare_pair(const double *sa, const double *sb, int64_t B, double *scratch, double out[4]);
+
+int bench_report(const bench_report_in *in, cJSON **result, double **subset_score, rd_status *st);
+void bench_leaderboard(FILE *out, const char *job, const cJSON *result);
+
+#endif

@@ -1,0 +1,597 @@
+/* Scoring for the benchmark report: subset values from per-item credits (or given accuracies),
+ * RewardBench 2's Ties composite, sections and the overall score, bootstrap replicates, paired
+ * comparisons, the report object and the leaderboard table. The point estimate is the same
+ * computation as a bootstrap replicate with every unit drawn once. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_internal.h"
+#include "rmdiag/common/jsonutil.h"
+#include "rmdiag/kernels/stats.h"
+
+/* ---- evaluation tables ------------------------------------------------------------------------ */
+
+static int64_t round8(int64_t n) { return (n + 7) / 8 * 8; }
+
+/* c = num / den exactly as rounded (den <= 64): credits are fractions of tied completions, or
+ * given (0, 0.5, 1, ...). */
+static int credit_fraction(double c, int *num, int *den) {
+  if (c == 0.0 || c == 1.0) {
+    *num = (int)c;
+    *den = 1;
+    return 1;
+  }
+  for (int k = 2; k <= 64; k++) {
+    double q = rint(c * (double)k);
+    if (q / (double)k == c) {
+      *num = (int)q;
+      *den = k;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static int64_t gcd64(int64_t a, int64_t b) {
+  while (b) {
+    int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+int bench_eval_init(bench_eval *E, const bench_plan *p, const bench_opts *o, const double *credit, rd_status *st) {
+  const bench_dims *d = &p->d;
+  int64_t S = d->S, M = d->M, I = d->I, Mp = round8(M), Mp16 = (M + 31) / 32 * 32, Mp8 = (M + 63) / 64 * 64;
+  E->p = p;
+  E->o = o;
+  E->Mp = Mp;
+  E->Mp16 = Mp16;
+  E->Mp8 = Mp8;
+  E->ct_first = malloc(sizeof(int64_t) * (size_t)S);
+  E->scale = calloc((size_t)S, sizeof *E->scale);
+  if (!E->ct_first || !E->scale) return rd_fail(st, RD_EFAIL, "out of memory");
+  for (int64_t s = 0; s < S; s++) E->ct_first[s] = -1;
+  if (d->accuracy_mode) return RD_OK;
+  /* which subsets have credits with a small common denominator: one pass along the rows */
+  int64_t *Ls = malloc(sizeof(int64_t) * (size_t)S), *row_of = malloc(sizeof(int64_t) * (size_t)I);
+  if (!Ls || !row_of) {
+    free(Ls);
+    free(row_of);
+    return rd_fail(st, RD_EFAIL, "out of memory");
+  }
+  for (int64_t s = 0; s < S; s++) Ls[s] = 1;
+  for (int64_t m = 0; m < M; m++) {
+    const double *cr = credit + m * I;
+    for (int64_t i = 0, k; i < I && (k = rd_bench_first_nonbinary(cr + i, I - i)) >= 0; i++) {
+      i += k;
+      double c = cr[i];
+      int32_t s = p->item_subset[i];
+      if (Ls[s] == 0) continue;
+      int num, den;
+      if (!credit_fraction(c, &num, &den)) {
+        Ls[s] = 0;
+        continue;
+      }
+      if (Ls[s] % den) Ls[s] = Ls[s] / gcd64(Ls[s], den) * den;
+      if (Ls[s] * p->subset_n[s] > INT16_MAX) Ls[s] = 0;
+    }
+  }
+  int64_t rows = 0, rows16 = 0, rows8 = 0;
+  for (int64_t s = 0; s < S; s++) {
+    if (p->subset_n[s] == 0 || s == d->ties_subset) continue;
+    if (Ls[s] * p->subset_n[s] > INT16_MAX) Ls[s] = 0;
+    E->scale[s] = (int32_t)Ls[s];
+    E->ct_first[s] = Ls[s] == 1 ? rows8 : Ls[s] > 1 ? rows16 : rows;
+    if (Ls[s] == 1) rows8 += p->subset_n[s];
+    else if (Ls[s] > 1) rows16 += p->subset_n[s];
+    else rows += p->subset_n[s];
+  }
+  for (int64_t s = 0; s < S; s++)
+    for (int64_t t = 0; E->ct_first[s] >= 0 && t < p->subset_n[s]; t++)
+      row_of[p->subset_items[p->subset_first[s] + t]] = E->ct_first[s] + t;
+  free(Ls);
+  /* each subset's items as rows of the models' credits (padded with zeros), so a sum over drawn
+   * items runs over contiguous lanes; filled eight models at a time along the credit rows */
+  E->CT = rd_malloc_big(sizeof(double) * (size_t)(rows * Mp + 8), st, "credits by subset");
+  E->CT16 = E->CT ? rd_malloc_big(sizeof(int16_t) * (size_t)(rows16 * Mp16 + 32), st, "credits by subset") : NULL;
+  E->CT8 = E->CT16 ? rd_malloc_big((size_t)(rows8 * Mp8 + 64), st, "credits by subset") : NULL;
+  if (!E->CT || !E->CT16 || !E->CT8) {
+    free(row_of);
+    return st->code;
+  }
+  memset(E->CT16, 0, sizeof(int16_t) * (size_t)(rows16 * Mp16));
+  memset(E->CT8, 0, (size_t)(rows8 * Mp8));
+  memset(E->CT, 0, sizeof(double) * (size_t)(rows * Mp));
+  for (int64_t m0 = 0; m0 < M; m0 += 8) {
+    int64_t mm = M - m0 < 8 ? M - m0 : 8;
+    for (int64_t i = 0; i < I; i++) {
+      int32_t s = p->item_subset[i];
+      if (E->ct_first[s] < 0) continue;
+      int64_t L = E->scale[s];
+      if (L == 1) {
+        uint8_t *dst = E->CT8 + row_of[i] * Mp8 + m0;
+        for (int64_t k = 0; k < mm; k++) dst[k] = credit[(m0 + k) * I + i] == 1.0;
+      } else if (L > 1) {
+        int16_t *dst = E->CT16 + row_of[i] * Mp16 + m0;
+        /* c is num/den rounded with den dividing L: c * L is within an ulp of the integer num * L / den */
+        for (int64_t k = 0; k < mm; k++) dst[k] = (int16_t)rint(credit[(m0 + k) * I + i] * (double)L);
+      } else {
+        double *dst = E->CT + row_of[i] * Mp + m0;
+        for (int64_t k = 0; k < mm; k++) dst[k] = credit[(m0 + k) * I + i];
+      }
+    }
+  }
+  free(row_of);
+  return RD_OK;
+}
+
+void bench_eval_free(bench_eval *E) {
+  free(E->CT);
+  free(E->CT16);
+  free(E->CT8);
+  free(E->scale);
+  free(E->ct_first);
+  bench_ties_free(&E->ties);
+  memset(E, 0, sizeof *E);
+}
+
+void bench_ties_free(bench_ties *t) {
+  free(t->X);
+  memset(t, 0, sizeof *t);
+}
+
+/* doubles: the lane sums (models or Ties lanes), twice the models for the sections */
+int64_t bench_scratch_len(const bench_eval *E) {
+  int64_t n = 2 * round8(E->p->d.M);
+  if (E->ties.ld > n) n = E->ties.ld;
+  return n + 64;
+}
+
+/* The tanh term of one prompt, as RewardBench 2 computes it with numpy: tanh(x / spread - 1) in IEEE
+ * arithmetic with a NaN replaced by 0, so x / 0 gives +-1 and 0 / 0 gives 0, and so does +-inf / inf
+ * (gaps and spreads of scores near the float64 limits overflow). */
+static double ties_margin(double x, double spread) {
+  double r = x / spread;
+  return isnan(r) ? 0.0 : tanh(r - 1.0);
+}
+
+int bench_ties_build(const bench_plan *p, const double *g, bench_ties *t, rd_status *st) {
+  int64_t P = p->d.n_prompts, M = p->d.M;
+  t->P = P;
+  t->M = M;
+  t->L = 5 * M + 3;
+  t->ld = round8(t->L);
+  t->X = calloc((size_t)(P * t->ld + 8), sizeof(double));
+  if (!t->X) return rd_fail(st, RD_EFAIL, "out of memory");
+  for (int64_t q = 0; q < P; q++) {
+    double *x = t->X + q * t->ld;
+    int has_ref = p->prompt_ref[q] >= 0, has_tied = p->prompt_tied[q] >= 0;
+    x[5 * M] = has_tied;
+    x[5 * M + 1] = has_ref;
+    x[5 * M + 2] = has_ref && has_tied;
+    for (int64_t m = 0; m < M; m++) {
+      const double *e = g + (m * P + q) * 4;
+      double gap_ref = e[0], gap_tied = e[2], spread = e[3];
+      if (has_tied) x[m] = gap_tied > 0.0;
+      if (has_ref) x[M + m] = gap_ref > 0.0;
+      if (!(has_ref && has_tied)) continue;
+      double hard = gap_ref < gap_tied ? gap_ref : gap_tied;
+      x[2 * M + m] = gap_tied > spread;
+      x[3 * M + m] = hard > spread;
+      x[4 * M + m] = ties_margin(hard, spread);
+    }
+  }
+  return RD_OK;
+}
+
+/* The composite of every model from the sums of the drawn prompts' lanes:
+ * 0.30 accuracy(tied) + 0.30 accuracy(ref) + 0.20 mean[gap_tied > spread] + 0.20 mean[min gap >
+ * spread] + 0.01 mean tanh(min gap / spread - 1), the last three over prompts present as both
+ * (NaN when there is none); an accuracy over no prompt is 0, as upstream. */
+static void ties_composite(int64_t M, const double *sum, double *val) {
+  double nt = sum[5 * M], nr = sum[5 * M + 1], nb = sum[5 * M + 2];
+  for (int64_t m = 0; m < M; m++) {
+    if (nb == 0.0) {
+      val[m] = NAN;
+      continue;
+    }
+    double ta = nt > 0.0 ? sum[m] / nt : 0.0, ra = nr > 0.0 ? sum[M + m] / nr : 0.0;
+    val[m] = 0.30 * ta + 0.30 * ra + 0.20 * (sum[2 * M + m] / nb) + 0.20 * (sum[3 * M + m] / nb) +
+             0.01 * (sum[4 * M + m] / nb);
+  }
+}
+
+/* ---- one evaluation ---------------------------------------------------------------------------- */
+
+void bench_evaluate(const bench_eval *E, const uint32_t *const *draws, double *val, double *acc, double *out) {
+  const bench_plan *p = E->p;
+  const bench_dims *d = &p->d;
+  int64_t S = d->S, M = d->M, K = d->n_sec + 1;
+  for (int64_t s = 0; s < S; s++) {
+    double *v = val + s * M;
+    if (d->accuracy_mode) {
+      for (int64_t m = 0; m < M; m++) v[m] = E->acc_input[m * S + s];
+      continue;
+    }
+    if (draws && !p->resampled[s]) {
+      for (int64_t m = 0; m < M; m++) v[m] = NAN;
+      continue;
+    }
+    if (s == d->ties_subset && E->ties.P > 0) {
+      rd_bench_gather_sum(draws ? draws[s] : NULL, E->ties.P, E->ties.X, E->ties.ld, E->ties.L, acc);
+      ties_composite(M, acc, v);
+      continue;
+    }
+    if (E->ct_first[s] < 0) {
+      for (int64_t m = 0; m < M; m++) v[m] = NAN;
+      continue;
+    }
+    /* mean credit over the drawn items: exact integer sums of the scaled credits, else every
+     * model's sum runs over the draws in draw order (the point estimate: items in item order) */
+    int64_t n = p->subset_n[s], L = E->scale[s];
+    const uint32_t *dr = draws ? draws[s] : NULL;
+    if (L == 1) {
+      rd_bench_gather_mean8(dr, n, E->CT8 + E->ct_first[s] * E->Mp8, E->Mp8, M, (double)n, v);
+    } else if (L > 1) {
+      rd_bench_gather_mean16(dr, n, E->CT16 + E->ct_first[s] * E->Mp16, E->Mp16, M, (double)L * (double)n, v);
+    } else {
+      rd_bench_gather_sum(dr, n, E->CT + E->ct_first[s] * E->Mp, E->Mp, M, acc);
+      for (int64_t m = 0; m < M; m++) v[m] = acc[m] / (double)n;
+    }
+  }
+  /* sections: sum of value × weight over the subsets present, in the scheme's order, divided by
+   * the sum of their weights; a section with none present is left out of the score */
+  if (!d->accuracy_mode) {
+    /* the subsets present are the same for every model: sums over contiguous model lanes */
+    double *num = acc, *ss = acc + M;
+    for (int64_t m = 0; m < M; m++) ss[m] = 0.0;
+    double sw = 0.0;
+    for (int64_t k = 0; k < d->n_sec; k++) {
+      double den = 0.0;
+      int any = 0;
+      for (int64_t m = 0; m < M; m++) num[m] = 0.0;
+      for (int64_t e = p->sec_first[k]; e < p->sec_first[k + 1]; e++) {
+        int32_t s = p->ent_subset[e];
+        if (s < 0) continue;
+        const double *v = val + s * M, w = p->ent_weight[e];
+        for (int64_t m = 0; m < M; m++) num[m] += v[m] * w;
+        den += w;
+        any = 1;
+      }
+      if (!any) {
+        for (int64_t m = 0; m < M; m++) out[m * K + k] = NAN;
+        continue;
+      }
+      double cw = p->sec_score_w[k];
+      for (int64_t m = 0; m < M; m++) {
+        double sec = num[m] / den;
+        out[m * K + k] = sec;
+        ss[m] += cw * sec;
+      }
+      sw += cw;
+    }
+    for (int64_t m = 0; m < M; m++) out[m * K + d->n_sec] = sw > 0.0 ? ss[m] / sw : NAN;
+    return;
+  }
+  for (int64_t m = 0; m < M; m++) {
+    double *o = out + m * K, ss = 0.0, sw = 0.0;
+    for (int64_t k = 0; k < d->n_sec; k++) {
+      double num = 0.0, den = 0.0;
+      int any = 0;
+      for (int64_t e = p->sec_first[k]; e < p->sec_first[k + 1]; e++) {
+        int32_t s = p->ent_subset[e];
+        if (s < 0 || isnan(E->acc_input[m * S + s])) continue;
+        any = 1;
+        num += val[s * M + m] * p->ent_weight[e];
+        den += p->ent_weight[e];
+      }
+      o[k] = any ? num / den : NAN;
+      if (!any) continue;
+      ss += p->sec_score_w[k] * o[k];
+      sw += p->sec_score_w[k];
+    }
+    o[d->n_sec] = sw > 0.0 ? ss / sw : NAN;
+  }
+}
+
+/* ---- bootstrap ---------------------------------------------------------------------------------- */
+
+int bench_bootstrap_block(const bench_eval *E, int64_t seed, const char *job, int64_t b0, int64_t b1, double *out,
+                          rd_status *st) {
+  const bench_plan *p = E->p;
+  const bench_dims *d = &p->d;
+  int64_t S = d->S, M = d->M, K = d->n_sec + 1;
+  rd_stream *streams = calloc((size_t)S, sizeof *streams);
+  int64_t *units = calloc((size_t)S, sizeof *units);
+  uint32_t **draws = calloc((size_t)S, sizeof *draws);
+  double *val = malloc(sizeof(double) * (size_t)(S * M)), *acc = malloc(sizeof(double) * (size_t)bench_scratch_len(E));
+  int64_t total = 0;
+  int rc = streams && units && draws && val && acc ? RD_OK : rd_fail(st, RD_EFAIL, "out of memory");
+  for (int64_t s = 0; rc == RD_OK && s < S; s++) {
+    if (!p->resampled[s]) continue;
+    units[s] = s == d->ties_subset && E->ties.P > 0 ? E->ties.P : p->subset_n[s];
+    total += (units[s] + 31) / 32 * 32;
+    /* draws of a subset depend on its name, not on its position or on the scheme */
+    size_t len = strlen(bench_subset_name(p, s)) + 32;
+    char *purpose = malloc(len);
+    if (!purpose) {
+      rc = rd_fail(st, RD_EFAIL, "out of memory");
+      break;
+    }
+    snprintf(purpose, len, "bench.bootstrap/%s", bench_subset_name(p, s));
+    rd_stream_init(&streams[s], seed, job, purpose);
+    free(purpose);
+  }
+  uint32_t *dbuf = rc == RD_OK ? malloc(sizeof(uint32_t) * (size_t)(total + 1)) : NULL;
+  if (rc == RD_OK && !dbuf) rc = rd_fail(st, RD_EFAIL, "out of memory");
+  for (int64_t s = 0, pos = 0; rc == RD_OK && s < S; s++) {
+    if (!p->resampled[s]) continue;
+    draws[s] = dbuf + pos;
+    pos += (units[s] + 31) / 32 * 32;
+  }
+  for (int64_t b = b0; rc == RD_OK && b < b1; b++) {
+    /* replicate b: draw t of subset s picks unit rd_rng_below(stream_s, b, t, n_s), t = 0..n_s-1,
+     * the same for every model (so comparisons are paired); draws are made in whole batches of 32
+     * (the vectorized generator's width) and the extra ones are not used */
+    for (int64_t s = 0; s < S; s++)
+      if (p->resampled[s])
+        rd_rng_below_fill(&streams[s], (uint64_t)b, (uint64_t)units[s], (units[s] + 31) / 32 * 32, draws[s]);
+    bench_evaluate(E, (const uint32_t *const *)draws, val, acc, out + (b - b0) * M * K);
+  }
+  free(streams);
+  free(units);
+  free(draws);
+  free(val);
+  free(acc);
+  free(dbuf);
+  return rc;
+}
+
+/* ---- paired comparisons -------------------------------------------------------------------------- */
+
+void bench_compare_pair(const double *sa, const double *sb, int64_t B, double *scratch, double out[4]) {
+  int64_t used = 0, le = 0, ge = 0;
+  for (int64_t rep = 0; rep < B; rep++) {
+    double dv = sa[rep] - sb[rep];
+    if (!isfinite(dv)) continue;
+    scratch[used++] = dv;
+    le += dv <= 0.0;
+    ge += dv >= 0.0;
+  }
+  double lo = NAN, hi = NAN, p = NAN;
+  rd_percentile_ci95(scratch, (size_t)used, &lo, &hi);
+  if (used > 0) {
+    p = 2.0 * (double)(le < ge ? le : ge) / (double)used;
+    p = p < 1.0 ? p : 1.0;
+  }
+  out[0] = lo;
+  out[1] = hi;
+  out[2] = p;
+  out[3] = (double)used;
+}
+
+/* ---- report -------------------------------------------------------------------------------------- */
+
+static const char *scheme_name(int scheme) {
+  return scheme == BENCH_V1 ? "rewardbench-v1" : scheme == BENCH_V2 ? "rewardbench-v2" : "custom";
+}
+
+static const char *section_name(const bench_opts *o, int64_t k) {
+  return k < o->n_sections ? o->sections[k].name : "Prior Sets";
+}
+
+/* Ties details for the report (point estimate). */
+static cJSON *ties_json(const bench_ties *t, int64_t m) {
+  int64_t P = t->P, M = t->M;
+  double sum[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int64_t q = 0; q < P; q++) {
+    const double *x = t->X + q * t->ld;
+    for (int k = 0; k < 5; k++) sum[k] += x[k * M + m];
+    for (int k = 0; k < 3; k++) sum[5 + k] += x[5 * M + k];
+  }
+  double nt = sum[5], nr = sum[6], nb = sum[7];
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddNumberToObject(o, "n_prompts_tied", nt);
+  cJSON_AddNumberToObject(o, "n_prompts_ref", nr);
+  cJSON_AddNumberToObject(o, "n_prompts_both", nb);
+  rd_json_add(o, "tied_accuracy", rd_json_num(nt > 0 ? sum[0] / nt : 0.0));
+  rd_json_add(o, "ref_accuracy", rd_json_num(nr > 0 ? sum[1] / nr : 0.0));
+  rd_json_add(o, "correctness_preferred", rd_json_num(nb > 0 ? sum[2] / nb : NAN));
+  rd_json_add(o, "correctness_preferred_hard", rd_json_num(nb > 0 ? sum[3] / nb : NAN));
+  rd_json_add(o, "margin", rd_json_num(nb > 0 ? sum[4] / nb : NAN));
+  return o;
+}
+
+/* Ranks in input order, sorted by score descending (undefined scores last). */
+static const double *sort_scores;
+static int by_score(const void *a, const void *b) {
+  int64_t i = *(const int64_t *)a, j = *(const int64_t *)b;
+  double x = sort_scores[i], y = sort_scores[j];
+  int nx = isnan(x), ny = isnan(y);
+  if (nx != ny) return nx - ny;
+  if (!nx && x != y) return x > y ? -1 : 1;
+  return (i > j) - (i < j);
+}
+
+int bench_report(const bench_report_in *in, cJSON **result, double **subset_score, rd_status *st) {
+  const bench_plan *p = in->p;
+  const bench_opts *o = in->o;
+  const bench_dims *d = &p->d;
+  int64_t S = d->S, M = d->M, I = d->I, K = d->n_sec + 1, B = in->B;
+  double *val = malloc(sizeof(double) * (size_t)(S * M)), *acc = malloc(sizeof(double) * (size_t)bench_scratch_len(in->E));
+  double *pt = malloc(sizeof(double) * (size_t)(M * K)), *ss = malloc(sizeof(double) * (size_t)(M * S));
+  double *lo = malloc(sizeof(double) * (size_t)(M * K)), *hi = malloc(sizeof(double) * (size_t)(M * K));
+  int64_t *order = malloc(sizeof(int64_t) * (size_t)M);
+  double *scores = malloc(sizeof(double) * (size_t)M);
+  if (!val || !acc || !pt || !ss || !lo || !hi || !order || !scores) {
+    free(val), free(acc), free(pt), free(ss), free(lo), free(hi), free(order), free(scores);
+    return rd_fail(st, RD_EFAIL, "out of memory");
+  }
+  bench_evaluate(in->E, NULL, val, acc, pt);
+  for (int64_t m = 0; m < M; m++)
+    for (int64_t s = 0; s < S; s++) ss[m * S + s] = val[s * M + m];
+
+  /* percentile intervals of sections and score (computed by the ranks that own them); replicates
+   * with an undefined value are dropped */
+  int64_t dropped = 0;
+  for (int64_t q = 0; q < M * K; q++) {
+    lo[q] = B > 0 ? in->ci[3 * q] : NAN;
+    hi[q] = B > 0 ? in->ci[3 * q + 1] : NAN;
+    if (B > 0 && in->ci[3 * q + 2] > (double)dropped) dropped = (int64_t)in->ci[3 * q + 2];
+  }
+
+  cJSON *r = cJSON_CreateObject();
+  cJSON_AddStringToObject(r, "scheme", scheme_name(o->scheme));
+  cJSON_AddStringToObject(r, "item_rule", o->rule == RD_BENCH_STRICT ? "strict" : "tie-credit");
+  cJSON_AddStringToObject(r, "input", d->accuracy_mode ? "subset_accuracy" : "items");
+  cJSON_AddNumberToObject(r, "n_models", (double)M);
+  cJSON_AddNumberToObject(r, "n_items", (double)(d->accuracy_mode ? 0 : I));
+  cJSON_AddNumberToObject(r, "n_subsets", (double)S);
+  cJSON *miss = cJSON_AddArrayToObject(r, "missing_subsets");
+  for (int q = 0; q < in->n_missing; q++) cJSON_AddItemToArray(miss, cJSON_CreateString(in->missing[q]));
+  cJSON *models = cJSON_AddArrayToObject(r, "models");
+  for (int64_t m = 0; m < M; m++) {
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "model", bench_model_name(p, m));
+    cJSON *subs = cJSON_AddObjectToObject(e, "subsets");
+    for (int64_t s = 0; s < S; s++) {
+      double v = val[s * M + m];
+      if (p->subset_n[s] == 0 || (d->accuracy_mode && isnan(v))) continue;
+      cJSON *x = cJSON_CreateObject();
+      if (d->accuracy_mode) {
+        cJSON_AddNullToObject(x, "n");
+        rd_json_add(x, "score", rd_json_num(v));
+        cJSON_AddNullToObject(x, "wilson95");
+      } else if (s == d->ties_subset && in->E->ties.P > 0) {
+        cJSON_AddNumberToObject(x, "n", (double)p->subset_n[s]);
+        rd_json_add(x, "score", rd_json_num(v));
+        cJSON_AddNullToObject(x, "wilson95");
+        cJSON_AddItemToObject(x, "composite", ties_json(&in->E->ties, m));
+      } else {
+        /* Wilson interval when every credit is 0 or 1 */
+        int64_t n = p->subset_n[s];
+        const int64_t *items = p->subset_items + p->subset_first[s];
+        double k = 0.0;
+        int binary = 1;
+        for (int64_t t = 0; t < n; t++) {
+          double c = in->credit[m * I + items[t]];
+          k += c;
+          binary &= c == 0.0 || c == 1.0;
+        }
+        double wl = NAN, wh = NAN;
+        if (binary) rd_wilson(k, (double)n, &wl, &wh);
+        cJSON_AddNumberToObject(x, "n", (double)n);
+        rd_json_add(x, "score", rd_json_num(v));
+        rd_json_add(x, "credit", rd_json_num(k));
+        rd_json_add(x, "wilson95", rd_json_pair(wl, wh));
+      }
+      cJSON_AddItemToObject(subs, bench_subset_name(p, s), x);
+    }
+    cJSON *secs = cJSON_AddObjectToObject(e, "sections");
+    for (int64_t k = 0; k < d->n_sec; k++) {
+      cJSON *x = cJSON_CreateObject();
+      rd_json_add(x, "score", rd_json_num(pt[m * K + k]));
+      rd_json_add(x, "ci95", rd_json_pair(lo[m * K + k], hi[m * K + k]));
+      cJSON_AddItemToObject(secs, section_name(o, k), x);
+    }
+    rd_json_add(e, "score", rd_json_num(pt[m * K + K - 1]));
+    rd_json_add(e, "score_ci95", rd_json_pair(lo[m * K + K - 1], hi[m * K + K - 1]));
+    cJSON_AddItemToArray(models, e);
+    scores[m] = pt[m * K + K - 1];
+    order[m] = m;
+  }
+  sort_scores = scores;
+  qsort(order, (size_t)M, sizeof *order, by_score);
+  sort_scores = NULL;
+  cJSON *lb = cJSON_AddArrayToObject(r, "leaderboard");
+  for (int64_t q = 0; q < M; q++) {
+    cJSON *x = cJSON_CreateObject();
+    cJSON_AddNumberToObject(x, "rank", (double)(q + 1));
+    cJSON_AddStringToObject(x, "model", bench_model_name(p, order[q]));
+    rd_json_add(x, "score", rd_json_num(scores[order[q]]));
+    cJSON_AddItemToArray(lb, x);
+  }
+
+  /* paired comparisons: replicate b's difference uses the same draws for both models */
+  cJSON *cmps = cJSON_AddArrayToObject(r, "comparisons");
+  for (int q = 0; q < in->n_cmp; q++) {
+    int64_t a = in->cmp_a[q], b = in->cmp_b[q];
+    cJSON *x = cJSON_CreateObject();
+    cJSON_AddStringToObject(x, "a", bench_model_name(p, a));
+    cJSON_AddStringToObject(x, "b", bench_model_name(p, b));
+    rd_json_add(x, "diff", rd_json_num(scores[a] - scores[b]));
+    const double *c = B > 0 ? in->cmp + 4 * q : NULL;
+    double cl = c ? c[0] : NAN, ch = c ? c[1] : NAN, pv = c ? c[2] : NAN;
+    int64_t used = c ? (int64_t)c[3] : 0;
+    rd_json_add(x, "ci95", rd_json_pair(cl, ch));
+    rd_json_add(x, "p", rd_json_num(pv));
+    cJSON_AddNumberToObject(x, "resamples", (double)used);
+    cJSON_AddItemToArray(cmps, x);
+  }
+  cJSON *bo = cJSON_AddObjectToObject(r, "bootstrap");
+  cJSON_AddNumberToObject(bo, "resamples", (double)B);
+  cJSON_AddStringToObject(bo, "unit", "item within its subset (Ties: prompt with its ref and tied rows)");
+  cJSON_AddNumberToObject(bo, "dropped", (double)dropped);
+
+  free(val), free(acc), free(pt), free(lo), free(hi), free(order), free(scores);
+  *subset_score = ss;
+  *result = r;
+  return RD_OK;
+}
+
+/* ---- leaderboard ---------------------------------------------------------------------------------- */
+
+static void fmt_num(char *buf, size_t n, const cJSON *v) {
+  if (cJSON_IsNumber(v)) snprintf(buf, n, "%.4f", v->valuedouble);
+  else snprintf(buf, n, "-");
+}
+
+void bench_leaderboard(FILE *out, const char *job, const cJSON *result) {
+  const cJSON *models = cJSON_GetObjectItemCaseSensitive(result, "models");
+  const cJSON *lb = cJSON_GetObjectItemCaseSensitive(result, "leaderboard");
+  const cJSON *first = models ? models->child : NULL;
+  if (!first || !lb) return;
+  const cJSON *secs = cJSON_GetObjectItemCaseSensitive(first, "sections");
+  int has_ci = 0;
+  for (const cJSON *m = models->child; m; m = m->next) has_ci |= cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(m, "score_ci95"));
+  fprintf(out, "%s: %s, %d models, %d items\n", job, cJSON_GetObjectItemCaseSensitive(result, "scheme")->valuestring,
+          cJSON_GetArraySize(models), (int)cJSON_GetObjectItemCaseSensitive(result, "n_items")->valuedouble);
+  fprintf(out, "%4s  %-7s", "rank", "score");
+  if (has_ci) fprintf(out, "  %-17s", "95% CI");
+  for (const cJSON *s = secs ? secs->child : NULL; s; s = s->next) {
+    int w = (int)strlen(s->string);
+    fprintf(out, "  %-*s", w < 7 ? 7 : w, s->string);
+  }
+  fprintf(out, "  model\n");
+  for (const cJSON *e = lb->child; e; e = e->next) {
+    const char *name = cJSON_GetObjectItemCaseSensitive(e, "model")->valuestring;
+    const cJSON *m = models->child;
+    while (m && strcmp(cJSON_GetObjectItemCaseSensitive(m, "model")->valuestring, name) != 0) m = m->next;
+    if (!m) continue;
+    char a[32], b[32], c[32];
+    fmt_num(a, sizeof a, cJSON_GetObjectItemCaseSensitive(m, "score"));
+    fprintf(out, "%4d  %-7s", (int)cJSON_GetObjectItemCaseSensitive(e, "rank")->valuedouble, a);
+    if (has_ci) {
+      const cJSON *ci = cJSON_GetObjectItemCaseSensitive(m, "score_ci95");
+      if (cJSON_IsArray(ci)) {
+        fmt_num(b, sizeof b, ci->child);
+        fmt_num(c, sizeof c, ci->child->next);
+        char both[80];
+        snprintf(both, sizeof both, "[%s, %s]", b, c);
+        fprintf(out, "  %-17s", both);
+      } else {
+        fprintf(out, "  %-17s", "-");
+      }
+    }
+    const cJSON *ms = cJSON_GetObjectItemCaseSensitive(m, "sections");
+    for (const cJSON *s = secs ? secs->child : NULL; s; s = s->next) {
+      int w = (int)strlen(s->string);
+      fmt_num(a, sizeof a, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ms, s->string), "score"));
+      fprintf(out, "  %-*s", w < 7 ? 7 : w, a);
+    }
+    fprintf(out, "  %s\n", name);
+  }
+}

@@ -1,0 +1,349 @@
+/* Unit tests of the shared facilities: SHA-256, Philox streams, statistics, sorting, the id map,
+ * JSON helpers, the row partition and the job file parser. Expected values are published test
+ * vectors or worked by hand. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "rmdiag/common/comm.h"
+#include "rmdiag/common/idmap.h"
+#include "rmdiag/job.h"
+#include "rmdiag/common/jsonutil.h"
+#include "rmdiag/common/signals.h"
+#include "rmdiag/kernels/rng.h"
+#include "rmdiag/kernels/scan.h"
+#include "rmdiag/kernels/sha256.h"
+#include "rmdiag/kernels/stats.h"
+
+static void test_sha256(void) {
+  char hex[65];
+  rd_sha256_hex("", 0, hex);
+  CHECK(strcmp(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855") == 0, "sha256('') %s", hex);
+  rd_sha256_hex("abc", 3, hex);
+  CHECK(strcmp(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad") == 0, "sha256(abc) %s", hex);
+  const char *m = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+  rd_sha256_hex(m, strlen(m), hex);
+  CHECK(strcmp(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1") == 0, "sha256(448 bits) %s", hex);
+  rd_sha256 c;
+  uint8_t d[32];
+  rd_sha256_init(&c);
+  char a[1000];
+  memset(a, 'a', sizeof a);
+  for (int i = 0; i < 1000; i++) rd_sha256_update(&c, a, sizeof a);
+  rd_sha256_final(&c, d);
+  for (int i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", d[i]);
+  CHECK(strcmp(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0") == 0, "sha256(1e6 a) %s", hex);
+}
+
+static void test_philox(void) {
+  /* Random123 known-answer vectors for philox4x32-10 */
+  static const uint32_t cases[3][10] = {
+      {0, 0, 0, 0, 0, 0, 0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8},
+      {0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0x408f276d, 0x41c83b0e, 0xa20bc7c6,
+       0x6d5451fd},
+      {0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0, 0xd16cfe09, 0x94fdcceb, 0x5001e420,
+       0x24126ea1}};
+  for (int i = 0; i < 3; i++) {
+    uint32_t out[4];
+    rd_philox4x32_10(cases[i], cases[i] + 4, out);
+    CHECK(memcmp(out, cases[i] + 6, sizeof out) == 0, "philox KAT %d: %08x %08x %08x %08x", i, out[0], out[1], out[2],
+          out[3]);
+  }
+  rd_stream s, s2, s3;
+  rd_stream_init(&s, 42, "job", "purpose");
+  rd_stream_init(&s2, 42, "job", "other");
+  rd_stream_init(&s3, 43, "job", "purpose");
+  CHECK(memcmp(&s, &s2, sizeof s) != 0 && memcmp(&s, &s3, sizeof s) != 0, "streams differ by purpose and seed");
+  /* the batch generator gives exactly the per-draw values, odd counts included */
+  for (uint64_t n = 1; n < 5000; n = n * 3 + 1) {
+    for (int64_t count = 1; count < 300; count += 37) {
+      uint32_t buf[302];
+      rd_rng_below_fill(&s, 7 + n, n, count, buf);
+      int same = 1;
+      for (int64_t j = 0; j < count; j++) same &= buf[j] == rd_rng_below(&s, 7 + n, (uint64_t)j, n);
+      CHECK(same, "rd_rng_below_fill(n=%llu, count=%lld) matches rd_rng_below", (unsigned long long)n, (long long)count);
+    }
+  }
+  /* 32-bit products give the 128-bit high word exactly, across the range */
+  for (uint64_t u = 1; u < UINT64_MAX / 3; u = u * 7 + 12345) {
+    uint64_t n = (u % 4000000000u) + 1;
+    CHECK(rd_below32(u, n) == (uint64_t)(((unsigned __int128)u * n) >> 64), "rd_below32(%llu, %llu)",
+          (unsigned long long)u, (unsigned long long)n);
+  }
+  double sum = 0.0;
+  int in_range = 1;
+  for (uint64_t j = 0; j < 200000; j++) {
+    double x = rd_rng_uniform(&s, 3, j);
+    in_range &= x >= 0.0 && x < 1.0;
+    sum += x;
+  }
+  CHECK(in_range, "uniforms in [0, 1)");
+  CHECK(fabs(sum / 200000 - 0.5) < 0.005, "uniform mean %.5f near 0.5 (sd of the mean 0.00065)", sum / 200000);
+}
+
+static int cmpd(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static void test_stats(void) {
+  double x[8] = {2, 4, 4, 4, 5, 5, 7, 9}, mean, sd;
+  rd_mean_sd(x, 8, &mean, &sd);
+  CHECK_CLOSE(mean, 5.0, 1e-15, "mean");
+  CHECK_CLOSE(sd, sqrt(32.0 / 7.0), 1e-15, "sd ddof=1");
+  rd_mean_sd(x, 1, &mean, &sd);
+  CHECK(mean == 2.0 && isnan(sd), "sd undefined for n = 1");
+  /* numpy linear: [1,2,3,4], q = .1 -> h = .3 -> 1.3; q = .5 -> 2.5; q = .9 -> h = 2.7 -> 3.7 */
+  double w[4] = {4, 1, 3, 2}, q[3] = {0.1, 0.5, 0.9}, out[3];
+  rd_quantiles_inplace(w, 4, q, 3, out);
+  CHECK_CLOSE(out[0], 1.3, 1e-15, "q10");
+  CHECK_CLOSE(out[1], 2.5, 1e-15, "median");
+  CHECK_CLOSE(out[2], 3.7, 1e-15, "q90");
+  double s[4] = {1, 2, 3, 4};
+  rd_quantiles_sorted(s, 4, q, 3, out);
+  CHECK_CLOSE(out[0], 1.3, 1e-15, "sorted q10");
+  CHECK_CLOSE(out[2], 3.7, 1e-15, "sorted q90");
+  double one = 7.0;
+  CHECK(rd_quantile_inplace(&one, 1, 0.95) == 7.0, "quantile of one value");
+  double lo, hi;
+  rd_wilson(5, 10, &lo, &hi);
+  CHECK_CLOSE(lo, 0.2365930905, 1e-9, "wilson(5,10) lo");
+  CHECK_CLOSE(hi, 0.7634069095, 1e-9, "wilson(5,10) hi");
+  rd_wilson(0, 10, &lo, &hi);
+  CHECK(lo == 0.0, "wilson(0,10) lo = 0");
+  CHECK_CLOSE(hi, 3.8414588206941254 / 13.841458820694125, 1e-12, "wilson(0,10) hi = z^2/(n+z^2)");
+  rd_wilson(10, 10, &lo, &hi);
+  CHECK(hi == 1.0 && lo > 0.72 && lo < 0.73, "wilson(10,10) = [%.6f, %.6f]", lo, hi);
+  CHECK(rd_wilson(0, 0, &lo, &hi) == 0 && isnan(lo), "wilson undefined for n = 0");
+  double reps[6] = {NAN, 1, 2, 3, 4, INFINITY};
+  size_t dropped = rd_percentile_ci95(reps, 6, &lo, &hi);
+  CHECK(dropped == 2, "two undefined replicates dropped (got %zu)", dropped);
+  CHECK_CLOSE(lo, 1.075, 1e-14, "ci lo = quantile .025 of 1..4");
+  CHECK_CLOSE(hi, 3.925, 1e-14, "ci hi = quantile .975 of 1..4");
+  /* the radix sort agrees with qsort on negatives, zeros, duplicates, huge and tiny values */
+  size_t n = 20000;
+  double *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+  rd_stream st;
+  rd_stream_init(&st, 1, "t", "sort");
+  for (size_t i = 0; i < n; i++) {
+    double u = rd_rng_uniform(&st, 0, i);
+    a[i] = (i % 7 == 0) ? 0.0 : (i % 11 == 0) ? -3.5 : (u - 0.5) * pow(10.0, (double)(i % 40) - 20.0);
+    if (i % 13 == 0) a[i] = 1e308;
+    if (i % 17 == 0) a[i] = -4.9e-324;
+    b[i] = a[i];
+  }
+  rd_sort_doubles(a, n);
+  qsort(b, n, sizeof *b, cmpd);
+  int same = 1;
+  for (size_t i = 0; i < n; i++) same &= a[i] == b[i];
+  CHECK(same, "radix sort matches qsort");
+  free(a);
+  free(b);
+  double sumx[3] = {1e16, 1.0, -1e16};
+  CHECK(rd_sum(sumx, 3) == 0.0, "rd_sum is plain left-to-right within a block");
+}
+
+static void test_idmap_scan_json(void) {
+  rd_idmap m;
+  rd_idmap_init(&m, 4);
+  int is_new = 0;
+  char key[32];
+  for (int i = 0; i < 5000; i++) {
+    snprintf(key, sizeof key, "user-%d", i % 1000);
+    int64_t id = rd_idmap_get(&m, key, strlen(key), &is_new);
+    if (id != i % 1000 || is_new != (i < 1000)) {
+      CHECK(0, "idmap id %lld for %s (new %d)", (long long)id, key, is_new);
+      break;
+    }
+  }
+  CHECK(m.n == 1000, "idmap counts distinct keys");
+  CHECK(rd_idmap_find(&m, "user-7", 6) == 7 && rd_idmap_find(&m, "nope", 4) == -1, "idmap find");
+  rd_idmap_free(&m);
+  float f[9000];
+  for (int i = 0; i < 9000; i++) f[i] = (float)i;
+  CHECK(rd_first_nonfinite_f32(f, 9000) == -1, "no non-finite");
+  f[8191] = NAN;
+  f[8500] = INFINITY;
+  CHECK(rd_first_nonfinite_f32(f, 9000) == 8191, "first non-finite found");
+  double dd[3] = {1, -INFINITY, NAN};
+  CHECK(rd_first_nonfinite_f64(dd, 3) == 1, "double -inf found");
+  cJSON *o = cJSON_Parse("{\"b\": 1, \"a\": {\"d\": [1, {\"z\": 2, \"y\": 3}], \"c\": null}}");
+  char *canon = rd_json_canonical(o);
+  CHECK(strcmp(canon, "{\"a\":{\"c\":null,\"d\":[1,{\"y\":3,\"z\":2}]},\"b\":1}") == 0, "canonical JSON %s", canon);
+  free(canon);
+  cJSON_Delete(o);
+  cJSON *nan = rd_json_num(NAN);
+  CHECK(cJSON_IsNull(nan), "NaN becomes null");
+  cJSON_Delete(nan);
+}
+
+static void test_partition(void) {
+  for (int size = 1; size <= 8; size++) {
+    for (int64_t n = 0; n < 50; n += 7) {
+      int64_t next = 0;
+      int ok = 1;
+      for (int r = 0; r < size; r++) {
+        int64_t lo, hi;
+        rd_rank_rows(n, 4, size, r, &lo, &hi);
+        ok &= lo == next && hi >= lo && (lo % 4 == 0 || lo == n);
+        next = hi;
+      }
+      CHECK(ok && next == n, "rows of %lld over %d ranks: contiguous whole blocks", (long long)n, size);
+    }
+  }
+}
+
+static int parse_text(const char *text, rd_status *st) {
+  rd_jobfile jf;
+  rd_status_init(st);
+  int rc = rd_jobfile_parse("/tmp/x/job.json", text, strlen(text), &jf, st);
+  rd_jobfile_free(&jf);
+  return rc;
+}
+
+/* ---- the output-replacement journal: what a signal handler's rollback restores ---- */
+static void put(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  if (f) fputs(text, f), fclose(f);
+}
+
+static int has(const char *path, const char *text) {
+  char buf[64] = "";
+  FILE *f = fopen(path, "r");
+  if (!f) return text == NULL;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  return text && strcmp(buf, text) == 0;
+}
+
+static void test_commit_rollback(void) {
+  char dir[] = "/tmp/rmdiag-commit-XXXXXX";
+  if (!mkdtemp(dir)) {
+    CHECK(0, "mkdtemp");
+    return;
+  }
+  char j[128], h[128], t[128], st[128], old[128];
+  snprintf(j, sizeof j, "%s/x.json", dir);
+  snprintf(h, sizeof h, "%s/x.h5", dir);
+  snprintf(t, sizeof t, "%s/.x.h5.tmp", dir);
+  snprintf(st, sizeof st, "%s/.x.json.stale", dir);
+  snprintf(old, sizeof old, "%s/.x.h5.old", dir);
+  /* 1: the report moved aside, the new .h5 renamed in (its temporary gone), no new report yet: both
+   * old files come back (also the moment between the rename and anything recorded after it) */
+  put(st, "old report"), put(old, "old h5"), put(h, "new h5");
+  rd_commit_begin(j, h, t, st, old, 1);
+  rd_tmp_cleanup();
+  CHECK(has(j, "old report") && has(h, "old h5") && has(st, NULL) && has(old, NULL),
+        "rollback after the .h5 was replaced restores the old pair");
+  /* 2: the report moved aside, the new .h5 still under its temporary name: the report comes back,
+   * the second link goes (the temporary is an ordinary registered temporary, not the journal's) */
+  rename(j, st);
+  link(h, old);
+  put(t, "new h5");
+  rd_commit_begin(j, h, t, st, old, 1);
+  rd_tmp_cleanup();
+  CHECK(has(j, "old report") && has(h, "old h5") && has(st, NULL) && has(old, NULL) && has(t, "new h5"),
+        "rollback before the .h5 was replaced restores the report and drops the second link");
+  unlink(t);
+  /* 3: not even the report moved yet: nothing changes but the second link */
+  link(h, old);
+  put(t, "new h5");
+  rd_commit_begin(j, h, t, st, old, 1);
+  rd_tmp_cleanup();
+  CHECK(has(j, "old report") && has(h, "old h5") && has(old, NULL), "rollback before anything moved changes nothing");
+  unlink(t);
+  /* 4: no second link could be made and the .h5 was replaced: the old .h5 is gone, so no report may
+   * claim it; neither file stands */
+  rename(j, st);
+  put(h, "new h5");
+  rd_commit_begin(j, h, t, st, NULL, 1);
+  rd_tmp_cleanup();
+  CHECK(has(j, NULL) && has(h, NULL) && has(st, NULL), "without a second link nothing inconsistent stands");
+  /* 5: the new report is in place (a signal between its rename and rd_commit_end): complete, only the
+   * old files go */
+  put(st, "old report"), put(old, "old h5"), put(h, "new h5"), put(j, "new report");
+  rd_commit_begin(j, h, t, st, old, 1);
+  rd_tmp_cleanup();
+  CHECK(has(j, "new report") && has(h, "new h5") && has(st, NULL) && has(old, NULL),
+        "a signal after the new report landed keeps the new pair");
+  /* 6: a fresh folder (no old files), the new .h5 in, no report yet: the .h5 goes */
+  unlink(j);
+  rd_commit_begin(j, h, t, NULL, NULL, 0);
+  rd_tmp_cleanup();
+  CHECK(has(j, NULL) && has(h, NULL), "a new .h5 without its report does not stand");
+  /* 8: a rollback interrupted half-way (the old .h5 back, the report not yet) is finished by the next
+   * one: the journal stays active until the last step and every step can be repeated */
+  put(st, "old report"), put(h, "old h5");
+  unlink(j);
+  rd_commit_begin(j, h, t, st, old, 1);  /* old (the second link) already renamed back over the .h5 */
+  rd_tmp_cleanup();
+  CHECK(has(j, "old report") && has(h, "old h5") && has(st, NULL) && has(old, NULL),
+        "an interrupted rollback is completed by the next");
+  /* 7: after rd_commit_end a cleanup changes nothing */
+  put(j, "new report"), put(h, "new h5");
+  rd_commit_begin(j, h, t, NULL, NULL, 0);
+  rd_commit_end();
+  rd_tmp_cleanup();
+  CHECK(has(j, "new report") && has(h, "new h5"), "a finished replacement is left alone");
+  unlink(j), unlink(h), rmdir(dir);
+}
+
+static void test_jobfile(void) {
+  rd_status st;
+  CHECK(parse_text("{\"output_dir\": \"o\", \"jobs\": [{\"name\": \"a\", \"kind\": \"cm\", \"input\": \"x.h5\"}]}", &st) ==
+            0, "minimal job file parses: %s", st.msg);
+  struct {
+    const char *text, *needle;
+  } bad[] = {
+      {"{\"output_dir\": \"o\", \"jobs\": []}", "non-empty"},
+      {"{\"jobs\": [{\"name\": \"a\", \"kind\": \"cm\", \"input\": \"x\"}]}", "missing required key \"output_dir\""},
+      {"{\"output_dir\": \"o\", \"seed\": 1.5, \"jobs\": [{\"name\": \"a\", \"kind\": \"cm\", \"input\": \"x\"}]}",
+       "\"seed\" must be an integer"},
+      {"{\"output_dir\": \"o\", \"jobs\": [{\"name\": \"a b\", \"kind\": \"cm\", \"input\": \"x\"}]}", "\"name\" must be"},
+      {"{\"output_dir\": \"o\", \"jobs\": [{\"name\": \"a\", \"kind\": \"cm\", \"input\": \"x\"}, "
+       "{\"name\": \"a\", \"kind\": \"cm\", \"input\": \"y\"}]}", "already used by jobs[0]"},
+      {"{\"output_dir\": \"o\", \"jobs\": [{\"name\": \"a\", \"kind\": \"nope\", \"input\": \"x\"}]}", "\"kind\" must be one of"},
+      {"{\"output_dir\": \"o\", \"jobs\": [{\"name\": \"a\", \"kind\": \"cm\", \"input\": \"x\", \"bootstrapp\": 5}]}",
+       "jobs[0] (\"a\"): unknown key \"bootstrapp\""},
+      {"{\"output_dir\": \"o\", \"jobs\": [{\"name\": \"a\", \"kind\": \"cm\", \"input\": \"x\", \"bootstrap\": -1}]}",
+       "out of range"},
+      {"{\"output_dir\": \"o\", \"jobs\": [{\"name\": \"a\", \"kind\": \"cm\", \"input\": \"x\", \"bootstrap\": \"10\"}]}",
+       "must be an integer, got a string"},
+      {"{\"output_dir\": \"o\", \"jobs\": [{\"name\": \"a\", \"kind\": \"cm\", \"input\": \"x\", "
+       "\"strata\": [{\"covariate\": \"c\"}]}]}", "exactly one of"},
+      {"{\"output_dir\": \"o\", \"output_dir\": \"p\", \"jobs\": [{\"name\": \"a\", \"kind\": \"cm\", \"input\": \"x\"}]}",
+       "appears twice"},
+      {"{\"output_dir\": \"o\",\n \"jobs\": [}", "malformed JSON at line 2"},
+      {"{\"output_dir\": \"o\", \"jobs\": [{\"name\": \"a\", \"kind\": \"cm\", \"input\": \"x\"}]} trailing",
+       "unexpected text after the end"},
+      /* an escaped NUL would cut the key to "bootstrap" (and a name or path short) */
+      {"{\"output_dir\": \"o\", \"jobs\": [{\"name\": \"a\", \"kind\": \"cm\", \"input\": \"x\",\n"
+       "\"bootstrap\\u0000zzz\": 5}]}", "line 2, column 11: a \\u0000 escape (NUL)"},
+      {"{\"output_dir\": \"o\", \"jobs\": [{\"name\": \"b\\u0000/../x\", \"kind\": \"cm\", \"input\": \"x\"}]}",
+       "a \\u0000 escape (NUL)"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    int rc = parse_text(bad[i].text, &st);
+    CHECK(rc == RD_EINPUT && strstr(st.msg, bad[i].needle) && strstr(st.msg, "/tmp/x/job.json"),
+          "bad job file %zu: code %d, message \"%s\" should name the file and contain \"%s\"", i, rc, st.msg,
+          bad[i].needle);
+  }
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  test_sha256();
+  test_philox();
+  test_stats();
+  test_idmap_scan_json();
+  test_partition();
+  test_jobfile();
+  test_commit_rollback();
+  int rc = t_finish("test_core");
+  MPI_Finalize();
+  return rc;
+}
