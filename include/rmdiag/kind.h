@@ -1,5 +1,5 @@
-/* One table of functions per report kind: adding a kind is adding a file and a row in
- * src/coordinator/kinds.c. */
+/* One table of functions per report kind: adding a kind is adding a folder src/worker/<kind>/ that
+ * defines its rd_kind, and a row in src/coordinator/kinds.c. */
 #ifndef RMDIAG_KIND_H
 #define RMDIAG_KIND_H
 
@@ -7,6 +7,7 @@
 #include <hdf5.h>
 
 #include "rmdiag/common/comm.h"
+#include "rmdiag/common/options.h"
 #include "rmdiag/job.h"
 #include "rmdiag/common/status.h"
 
@@ -19,10 +20,13 @@ typedef struct rd_run_out {
 typedef struct rd_kind {
   const char *name;           /* "cm", "benchmark", ... */
   const char *default_group;  /* "/cm", ... */
-  /* Kind-specific keys a job may carry (besides name, kind, input, group); NULL-terminated. */
-  const char *const *option_keys;
-  /* Parses and range-checks the options of job->spec; sets job->opts and job->effective.
-   * Runs on every rank on the same JSON. */
+  const char *summary;        /* one line for `rmdiag help` */
+  /* The kind's options (besides name, kind, input, group): parsing, effective options, the keys
+   * a job may carry and `rmdiag help KIND` all come from this table. */
+  const rd_option *options;
+  /* Parses and range-checks the options of job->spec (usually rd_options_parse over `options`,
+   * then the checks across options); sets job->opts and job->effective. Runs on every rank on the
+   * same JSON. */
   int (*parse)(rd_job *job, const rd_jobfile *jf, rd_status *st);
   void (*free_opts)(void *opts);
   /* Collective: checks the input's layout (names, types, shapes) without computing. */

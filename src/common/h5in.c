@@ -599,3 +599,58 @@ void rd_h5_unmap(rd_h5_map *m) {
   m->base = NULL;
   m->len = 0;
 }
+
+int rd_h5_path(char *out, size_t n, const char *group, const char *name) {
+  int len = snprintf(out, n, "%s/%s", strcmp(group, "/") == 0 ? "" : group, name);
+  return len < 0 || (size_t)len >= n ? -1 : len;
+}
+
+static void shape_text(const rd_dsinfo *d, char *buf, size_t n) {
+  size_t k = (size_t)snprintf(buf, n, "[");
+  for (int i = 0; i < d->ndims && k < n; i++)
+    k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)d->dims[i]);
+  if (k < n) snprintf(buf + k, n - k, "]");
+}
+
+int rd_h5_check_layout(hid_t f, const char *file, const char *group, const rd_h5_layout *layout, const int *skip,
+                       rd_h5_found *found, rd_status *st) {
+  memset(found, 0, sizeof *found);
+  for (int k = 0; k < RD_H5_LENS; k++) found->len[k] = -1, found->len_from[k] = -1;
+  if (!rd_h5_exists(f, group))
+    return rd_fail(st, RD_EINPUT, "%s: group %s is missing (expected the %s input layout: see docs/reference.md, "
+                   "'%s input layout')", file, group, layout->kind, layout->kind);
+  char p[600];
+  for (int i = 0; layout->datasets[i].name; i++) {
+    const rd_h5_dataset *ds = &layout->datasets[i];
+    if (i >= (int)(sizeof found->present / sizeof found->present[0]))
+      return rd_fail(st, RD_EFAIL, "internal: layout table of %s too long", layout->kind);
+    found->n = i + 1;
+    if (rd_h5_path(p, sizeof p, group, ds->name) < 0)
+      return rd_fail(st, RD_EINPUT, "%s: group name %s is too long", file, group);
+    if (!rd_h5_exists(f, p)) {
+      if (ds->optional || (skip && skip[i])) continue;
+      return rd_fail(st, RD_EINPUT, "%s: dataset %s is missing (expected %s)", file, p, ds->expect);
+    }
+    found->present[i] = 1;
+    rd_dsinfo *d = &found->info[i];
+    RD_TRY(rd_h5_info(f, file, p, d, st));
+    RD_TRY(rd_h5_expect(d, file, ds->ndims, ds->classes, ds->expect, st));
+    for (int k = 0; k < ds->ndims && k < 2; k++) {
+      int l = ds->len[k];
+      if (l < 0 || l >= RD_H5_LENS) continue;
+      if (found->len[l] < 0) {
+        found->len[l] = d->dims[k];
+        found->len_from[l] = i;
+        continue;
+      }
+      if (d->dims[k] == found->len[l]) continue;
+      const rd_dsinfo *ref = &found->info[found->len_from[l]];
+      char s1[96], s2[96];
+      shape_text(d, s1, sizeof s1);
+      shape_text(ref, s2, sizeof s2);
+      return rd_fail(st, RD_EINPUT, "%s: %s has shape %s but %s has %s; expected the same number of %s", file, d->path,
+                     s1, ref->path, s2, layout->len_names && layout->len_names[l] ? layout->len_names[l] : "entries");
+    }
+  }
+  return RD_OK;
+}

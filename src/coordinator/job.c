@@ -91,8 +91,16 @@ static int parse_job(rd_jobfile *jf, int i, const cJSON *obj, rd_status *st) {
   allowed[na++] = "kind";
   allowed[na++] = "input";
   allowed[na++] = "group";
-  for (const char *const *k = job->kind->option_keys; k && *k && na < 63; k++) allowed[na++] = *k;
   allowed[na] = NULL;
+  na = rd_options_keys(job->kind->options, allowed, na, 64);
+  for (const cJSON *k = obj->child; k; k = k->next) {
+    int known = 0;
+    for (int a = 0; a < na && !known; a++) known = strcmp(k->string, allowed[a]) == 0;
+    const char *near = known ? NULL : rd_options_suggest(job->kind->options, allowed, k->string);
+    if (near)
+      return rd_fail(st, RD_EINPUT, "%s: unknown key \"%s\" for a %s job; did you mean \"%s\"? (`rmdiag help %s` "
+                     "lists its options)", job->where.path, k->string, job->kind->name, near, job->kind->name);
+  }
   RD_TRY(rd_opt_keys(obj, allowed, &job->where, st));
 
   const cJSON *input = cJSON_GetObjectItemCaseSensitive(obj, "input");

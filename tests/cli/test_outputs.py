@@ -45,7 +45,7 @@ check(code == 2 and "a.json exists and was made from a different job spec" in er
 
 # SIGTERM in the middle of a long job: no .json, no .h5, no temporary file.
 jp3 = write_job(os.path.join(d, "long.json"), [{"name": "long", "kind": "cm", "input": "in.h5",
-                                                "bootstrap": 20000000}], output_dir="out_long")
+                                                "bootstrap": 10000000}], output_dir="out_long")
 for ranks in (0, 2):
     cmd = [RMDIAG, "run", jp3, "--force"]
     if ranks:

@@ -85,4 +85,48 @@ int rd_h5_read_attr_string(hid_t f, const char *obj_path, const char *name, char
 int rd_h5_list(hid_t f, const char *file, const char *path, char ***names, int *n, rd_status *st);
 void rd_h5_free_list(char **names, int n);
 
+/* "<group>/<name>" for a dataset under a job's group ("/" joins without a double slash).
+ * Returns the length written, or -1 when it does not fit. */
+int rd_h5_path(char *out, size_t n, const char *group, const char *name);
+
+/* ---- table-driven layout checks ---------------------------------------------------------------
+ * A kind describes its input layout as a table of datasets: each with its rank, allowed type
+ * classes and, per dimension, the named length it must share with the other datasets (P pairs,
+ * R runs, ...). rd_h5_check_layout checks, in table order, that every required dataset exists
+ * (a missing group is reported as such), has the right rank and class, and that all datasets
+ * naming a length agree on it (the first one present fixes it). Messages name the file, the
+ * dataset, its shape and what was expected. */
+#define RD_H5_LENS 8      /* named lengths per layout */
+#define RD_H5_FREE (-1)   /* a dimension that is not checked */
+
+typedef struct rd_h5_dataset {
+  const char *name;    /* relative to the job's group ("rank/model"); NULL ends the table */
+  int ndims;           /* 1 or 2 */
+  int classes;         /* RD_TCM(...) mask */
+  int len[2];          /* per dimension: the index of its named length, or RD_H5_FREE */
+  int optional;        /* may be absent */
+  const char *expect;  /* completes "expected ...": "float32 or float64 [P, R]" */
+} rd_h5_dataset;
+
+typedef struct rd_h5_layout {
+  const char *kind;                     /* "cm": the messages cite "the cm input layout" */
+  const char *const *len_names;         /* what each named length counts ("pairs (P)"), RD_H5_LENS at most */
+  const rd_h5_dataset *datasets;        /* NULL-name-terminated */
+} rd_h5_layout;
+
+/* What a check found: per table row, whether the dataset is present and its description; per
+ * named length, its value (-1 when no dataset fixed it). */
+typedef struct rd_h5_found {
+  int n;
+  int present[64];
+  rd_dsinfo info[64];
+  int64_t len[RD_H5_LENS];
+  int len_from[RD_H5_LENS];  /* the table row that fixed each length */
+} rd_h5_found;
+
+/* Checks the layout of `group` in `f` (see above). `skip`, when not NULL, marks rows to treat as
+ * optional this time (a dataset of an optional subgroup that is absent). */
+int rd_h5_check_layout(hid_t f, const char *file, const char *group, const rd_h5_layout *layout, const int *skip,
+                       rd_h5_found *found, rd_status *st);
+
 #endif

@@ -34,9 +34,20 @@ typedef struct leak_opts {
   const char *signal_series, *benign_attack;
 } leak_opts;
 
-static const char *const leak_keys[] = {"bootstrap", "tolerance", "tolerance_rule", "tolerance_compare", "sign_zero",
-                                        "family", "null_permutations", "holdout_from", "signal_series",
-                                        "benign_attack", NULL};
+/* The keys a job may carry (transitional: parsed by the kind's own parse function). */
+static const rd_option leak_options[] = {
+    {.key = "bootstrap", .type = RD_OPT_CUSTOM},
+    {.key = "tolerance", .type = RD_OPT_CUSTOM},
+    {.key = "tolerance_rule", .type = RD_OPT_CUSTOM},
+    {.key = "tolerance_compare", .type = RD_OPT_CUSTOM},
+    {.key = "sign_zero", .type = RD_OPT_CUSTOM},
+    {.key = "family", .type = RD_OPT_CUSTOM},
+    {.key = "null_permutations", .type = RD_OPT_CUSTOM},
+    {.key = "holdout_from", .type = RD_OPT_CUSTOM},
+    {.key = "signal_series", .type = RD_OPT_CUSTOM},
+    {.key = "benign_attack", .type = RD_OPT_CUSTOM},
+    RD_OPTION_END,
+};
 
 static void leak_free_opts(void *p) {
   leak_opts *o = p;
@@ -1917,7 +1928,7 @@ done:
 const rd_kind rd_kind_leakage = {
     .name = "leakage",
     .default_group = "/leak",
-    .option_keys = leak_keys,
+    .options = leak_options,
     .parse = leak_parse,
     .free_opts = leak_free_opts,
     .validate = leak_validate,

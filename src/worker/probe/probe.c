@@ -18,8 +18,22 @@
 
 extern int blas_thread_shutdown_(void) __attribute__((weak));
 
-static const char *const probe_keys[] = {"tasks", "models", "mode", "lr_grid", "seeds", "init", "l2_grid",
-                                         "standardize", "tol", "max_iter", "max_memory_mb", "kmeans", NULL};
+/* The keys a job may carry (transitional: parsed by the kind's own parse function). */
+static const rd_option probe_options[] = {
+    {.key = "tasks", .type = RD_OPT_CUSTOM},
+    {.key = "models", .type = RD_OPT_CUSTOM},
+    {.key = "mode", .type = RD_OPT_CUSTOM},
+    {.key = "lr_grid", .type = RD_OPT_CUSTOM},
+    {.key = "seeds", .type = RD_OPT_CUSTOM},
+    {.key = "init", .type = RD_OPT_CUSTOM},
+    {.key = "l2_grid", .type = RD_OPT_CUSTOM},
+    {.key = "standardize", .type = RD_OPT_CUSTOM},
+    {.key = "tol", .type = RD_OPT_CUSTOM},
+    {.key = "max_iter", .type = RD_OPT_CUSTOM},
+    {.key = "max_memory_mb", .type = RD_OPT_CUSTOM},
+    {.key = "kmeans", .type = RD_OPT_CUSTOM},
+    RD_OPTION_END,
+};
 
 static void probe_free_opts(void *p) {
   probe_opts *o = p;
@@ -749,7 +763,7 @@ static int probe_check(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *j
 const rd_kind rd_kind_probe = {
     .name = "probe",
     .default_group = "/probe",
-    .option_keys = probe_keys,
+    .options = probe_options,
     .parse = probe_parse,
     .free_opts = probe_free_opts,
     .validate = probe_validate,

@@ -1,0 +1,135 @@
+/* The cm report kind, split along its steps: options (cm_options.c), input layout (cm_layout.c),
+ * reading and checking the input (cm_read.c), the per-pair kernel, user sums, strata and bootstrap
+ * (cm_compute.c), the report (cm_report.c) and the run that strings them together (cm.c). This
+ * header is the seam between those files. */
+#ifndef RMDIAG_WORKER_CM_INTERNAL_H
+#define RMDIAG_WORKER_CM_INTERNAL_H
+
+#include <cjson/cJSON.h>
+#include <hdf5.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "rmdiag/common/comm.h"
+#include "rmdiag/common/h5in.h"
+#include "rmdiag/common/progress.h"
+#include "rmdiag/common/status.h"
+#include "rmdiag/job.h"
+#include "rmdiag/kernels/rng.h"
+#include "rmdiag/kind.h"
+
+/* Pairs per block: the unit of the row partition (independent of the rank count). */
+#define CM_BLOCK 2048
+
+/* ---- options (cm_options.c) ---- */
+
+typedef struct cm_stratum {
+  const char *covariate;
+  int64_t bins;  /* 0: categorical */
+} cm_stratum;
+
+typedef struct cm_opts {
+  int64_t bootstrap;
+  int n_strata;
+  cm_stratum *strata;
+} cm_opts;
+
+extern const rd_option cm_options[];
+int cm_parse(rd_job *job, const rd_jobfile *jf, rd_status *st);
+void cm_free_opts(void *opts);
+
+/* ---- layout (cm_layout.c) ---- */
+
+typedef struct cm_layout {
+  rd_dsinfo rc, rr, flag, user;
+  int64_t P, R;
+  rd_ftype ftype;
+  int64_t offset[3];  /* file offsets of rc, rr, in_train when they can be mapped, else -1 */
+  rd_dsinfo *cov;     /* one per stratum (rank 0) */
+} cm_layout;
+
+/* Checks names, types and shapes; runs on any one rank with the file open. */
+int cm_check_layout(hid_t f, const rd_job *job, cm_layout *L, rd_status *st);
+int cm_validate(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd_status *st);
+/* Finds which of the [P, R] datasets can be mapped straight from the file (rank 0). */
+void cm_layout_offsets(hid_t f, cm_layout *L);
+
+/* ---- reading and checking the input (cm_read.c) ---- */
+
+typedef struct cm_users {
+  int64_t U;
+  int32_t *of_pair;     /* [P] user index, in order of first appearance */
+  int64_t *first_pair;  /* [U] */
+  char *labels;         /* packed NUL-terminated labels for messages */
+  int64_t *label_off;   /* [U + 1] */
+  size_t labels_len;
+} cm_users;
+
+typedef struct cm_rows {
+  int64_t lo, hi;             /* pair range */
+  const void *rc, *rr;        /* [hi - lo, R] in the stored precision (mapped or owned) */
+  const uint8_t *flag;
+  void *own[3];               /* buffers to free */
+  rd_h5_map map[3];           /* mappings to undo */
+} cm_rows;
+
+/* What phases 1-2 leave for the computation: the layout, users, covariates (rank 0) and the
+ * rank's checked rows. */
+typedef struct cm_input {
+  cm_layout L;
+  cm_users u;
+  cm_rows w;
+  double **covs;  /* one per stratum; rank 0 */
+  hid_t f;        /* open (MPI-IO) only when some dataset is read rather than mapped */
+} cm_input;
+
+void cm_users_free(cm_users *u);
+void cm_rows_free(cm_rows *w);
+void cm_input_free(cm_input *in, int n_strata);
+/* Phases 1-2 (collective): rank 0 checks the layout and reads users and covariates; every rank
+ * maps or reads its rows; values, then the user split, are checked, each phase ending agreed. */
+int cm_load(const rd_ctx *ctx, const rd_job *job, cm_input *in, rd_status *st);
+/* Every check the report would make on the input's values, without computing it. */
+int cm_check(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd_status *st);
+
+/* ---- computing (cm_compute.c) ---- */
+
+/* Per-pair values on every rank (n_train gathered on rank 0 only) and the per-user sums. */
+typedef struct cm_values {
+  int64_t P;
+  double *tm, *tg, *cm;  /* [P] */
+  int32_t *n_train;      /* [P] */
+  double *F;             /* per-user sums, see cm_user_sums */
+} cm_values;
+void cm_values_free(cm_values *v);
+/* Phase 3-4 (collective): the backend kernel over the rank's rows, then every rank receives the
+ * per-pair values in pair order and forms the per-user sums. Frees the rows once used. */
+int cm_pair_values(const rd_ctx *ctx, const rd_job *job, cm_input *in, cm_values *v, rd_status *st);
+/* Per-user sums and counts of TM, TG, CM over the pairs where each is defined, stored by column:
+ * F[k * U + u] for k = sum TM, count TM, sum TG, count TG, sum CM, count CM. */
+double *cm_user_sums(const cm_users *u, int64_t P, const double *tm, const double *tg, const double *cm);
+/* The report's tasks, spread over ranks (collective): summaries of TM, TG, CM, the strata of each
+ * covariate, and chunks of bootstrap replicates; rank 0 receives res[k] for each task and the
+ * replicates in order (boot, 3 per replicate). */
+typedef struct cm_task_results {
+  int64_t n_tasks;
+  double **res;
+  int64_t *lens;
+  double *boot;  /* [3 * bootstrap] (rank 0) */
+} cm_task_results;
+int cm_run_tasks(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, const cm_input *in, const cm_values *v,
+                 cm_task_results *t, rd_status *st);
+void cm_task_results_free(cm_task_results *t);
+
+/* ---- the report (cm_report.c) ---- */
+
+/* Rank 0: the report from the tasks' results, the bootstrap replicates and the user sums. */
+int cm_report(const rd_job *job, const cm_layout *L, const cm_users *u, const double *cm, const double *F,
+              double *boot, int64_t B, double **res, cJSON **out, rd_status *st);
+/* A short table on stdout (rank 0) for people reading the run. */
+void cm_print(FILE *fp, const rd_job *job, const cJSON *r);
+/* The per-pair datasets of the output. */
+int cm_write_h5(hid_t h5, int64_t P, int64_t R, const double *tm, const double *tg, const double *cm,
+                const int32_t *n_train, rd_status *st);
+
+#endif
