@@ -40,6 +40,25 @@ static void print_opts(FILE *fp, const opt_def *opts) {
   }
 }
 
+/* The keys every job has, whatever its kind. */
+static void print_job_keys(FILE *fp, const rd_kind *k) {
+  fprintf(fp, "  name\n      string; required\n      the job's name: letters, digits, '.', '_' and '-', not starting "
+              "with '.'; names the outputs <name>.json and <name>.h5\n");
+  fprintf(fp, "  kind\n      string; required\n      \"%s\"\n", k->name);
+  fprintf(fp, "  input\n      string; required\n      the input HDF5 file, relative to the job file's folder\n");
+  fprintf(fp, "  group\n      string; default \"%s\"\n      the HDF5 group that holds the %s input layout\n",
+          k->default_group, k->name);
+}
+
+/* `rmdiag help KIND`: every option of a kind, from its option table. */
+static void print_kind_help(FILE *fp, const rd_kind *k) {
+  fprintf(fp, "%s: %s\n\nJob keys (see docs/reference.md, '%s options'):\n", k->name, k->summary ? k->summary : "",
+          k->name);
+  print_job_keys(fp, k);
+  if (k->options) rd_options_print(k->options, fp);
+  fprintf(fp, "\nInput layout: docs/reference.md, '%s input layout'; report: '%s report'.\n", k->name, k->name);
+}
+
 static void print_help(FILE *fp) {
   fprintf(fp,
           "rmdiag %s - diagnostic reports from reward-model and foundation-model experiments\n\n"
@@ -47,18 +66,65 @@ static void print_help(FILE *fp) {
           "  rmdiag run JOB.json [--resume] [--force] [--backend auto|cpu|cuda] [--quiet]\n"
           "  rmdiag validate JOB.json      check the job file and every input's layout and values; compute nothing\n"
           "  rmdiag import FORMAT [options] -o OUT.h5\n"
-          "  rmdiag --version | --help\n\n"
+          "  rmdiag help [KIND | FORMAT]   every option of a report kind or an import format\n"
+          "  rmdiag --version | --help     (COMMAND --help shows a command's usage)\n\n"
           "run options:\n",
           RMDIAG_VERSION);
   print_opts(fp, run_opts);
-  fprintf(fp, "\nreport kinds:");
-  for (const rd_kind *const *k = rd_kinds(); *k; k++) fprintf(fp, " %s (group %s)", (*k)->name, (*k)->default_group);
-  fprintf(fp, "\nimport formats:\n");
+  fprintf(fp, "\nreport kinds (rmdiag help KIND lists a kind's options):\n");
+  for (const rd_kind *const *k = rd_kinds(); *k; k++)
+    fprintf(fp, "    %-14s %s (group %s)\n", (*k)->name, (*k)->summary ? (*k)->summary : "", (*k)->default_group);
+  fprintf(fp, "import formats (rmdiag help FORMAT lists a format's options):\n");
   for (const rd_import_format *const *f = rd_import_formats(); *f; f++)
     fprintf(fp, "    %-14s %s\n", (*f)->name, (*f)->summary);
   fprintf(fp,
           "\nRuns as a plain process or under mpiexec -n N / srun --mpi=pmix (one rank per GPU).\n"
-          "Exit status: 0 success; 2 bad usage, job file or input (nothing is written); 1 other failure.\n");
+          "Exit status: 0 success; 2 bad usage, job file or input (nothing is written); 1 other failure.\n"
+          "Reference: docs/reference.md.\n");
+}
+
+/* `rmdiag help [TOPIC]`. */
+static int cmd_help(rd_ctx *ctx, int argc, char **argv, rd_status *st) {
+  if (argc > 3) return rd_fail(st, RD_EINPUT, "rmdiag help takes at most one topic (a kind or an import format)");
+  if (argc < 3) {
+    if (ctx->out) print_help(ctx->out);
+    return RD_OK;
+  }
+  const char *topic = argv[2];
+  const rd_kind *k = rd_kind_find(topic);
+  if (k) {
+    if (ctx->out) print_kind_help(ctx->out, k);
+    return RD_OK;
+  }
+  for (const rd_import_format *const *f = rd_import_formats(); *f; f++)
+    if (strcmp((*f)->name, topic) == 0) {
+      if (ctx->out) fputs((*f)->usage, ctx->out);
+      return RD_OK;
+    }
+  char list[512];
+  size_t n = 0;
+  for (const rd_kind *const *q = rd_kinds(); *q && n < sizeof list - 64; q++)
+    n += (size_t)snprintf(list + n, sizeof list - n, "%s ", (*q)->name);
+  for (const rd_import_format *const *f = rd_import_formats(); *f && n < sizeof list - 64; f++)
+    n += (size_t)snprintf(list + n, sizeof list - n, "%s ", (*f)->name);
+  if (n > 0) list[n - 1] = '\0';
+  return rd_fail(st, RD_EINPUT, "rmdiag help: unknown topic \"%s\" (kinds and import formats: %s)", topic, list);
+}
+
+/* `rmdiag run --help`, `rmdiag validate --help`. */
+static void print_command_help(FILE *fp, const char *cmd) {
+  if (strcmp(cmd, "run") == 0) {
+    fprintf(fp, "usage: rmdiag run JOB.json [options]\n"
+                "Runs every job of the job file (a plain process, or under mpiexec -n N / srun); each job writes\n"
+                "<output_dir>/<name>.json and <name>.h5 atomically. Every input is checked before any job computes.\n\n"
+                "options:\n");
+    print_opts(fp, run_opts);
+  } else {
+    fprintf(fp, "usage: rmdiag validate JOB.json [--quiet]\n"
+                "Checks the job file, every input's layout and every value the jobs would check; computes and\n"
+                "writes nothing. Exit status 0 when everything is valid, 2 otherwise.\n\noptions:\n");
+    print_opts(fp, validate_opts);
+  }
 }
 
 /* Parses argv[first..] against `opts`; one positional argument. Returns RD_OK or RD_EINPUT. */
@@ -98,6 +164,11 @@ static int cmd_run(rd_ctx *ctx, int argc, char **argv, int validate_only, rd_sta
   const char *values[8] = {0};
   const char *job = NULL;
   const char *cmd = validate_only ? "validate" : "run";
+  for (int i = 2; i < argc; i++)
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      if (ctx->out) print_command_help(ctx->out, cmd);
+      return RD_OK;
+    }
   RD_TRY(parse_opts(argc, argv, 2, opts, cmd, values, &job, st));
   rd_run_flags fl = {.validate_only = validate_only, .backend = "auto"};
   if (validate_only) {
@@ -194,12 +265,14 @@ int rmdiag_main(int argc, char **argv, MPI_Comm comm, FILE *out, FILE *err) {
     if (ctx.err) print_help(ctx.err);
     rd_fail(&st, RD_EINPUT, "missing command");
   } else if (argc > 2 && (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0 || strcmp(cmd, "--help") == 0 ||
-                          strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0)) {
+                          strcmp(cmd, "-h") == 0)) {
     rd_fail(&st, RD_EINPUT, "%s takes no arguments (got \"%s\"; see rmdiag --help)", cmd, argv[2]);
   } else if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
     if (ctx.out) fprintf(ctx.out, "rmdiag %s (CUDA backend %s)\n", RMDIAG_VERSION, RMDIAG_HAVE_CUDA ? "built" : "not built");
-  } else if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+  } else if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
     if (ctx.out) print_help(ctx.out);
+  } else if (strcmp(cmd, "help") == 0) {
+    cmd_help(&ctx, argc, argv, &st);
   } else if (strcmp(cmd, "run") == 0) {
     cmd_run(&ctx, argc, argv, 0, &st);
   } else if (strcmp(cmd, "validate") == 0) {
@@ -207,7 +280,7 @@ int rmdiag_main(int argc, char **argv, MPI_Comm comm, FILE *out, FILE *err) {
   } else if (strcmp(cmd, "import") == 0) {
     cmd_import(&ctx, argc, argv, &st);
   } else {
-    rd_fail(&st, RD_EINPUT, "unknown command \"%s\" (expected run, validate, import, --version or --help)", cmd);
+    rd_fail(&st, RD_EINPUT, "unknown command \"%s\" (expected run, validate, import, help, --version or --help)", cmd);
   }
   if (st.code != RD_OK && ctx.err) fprintf(ctx.err, "rmdiag: error: %s\n", st.msg);
   if (ctx.out) fflush(ctx.out);

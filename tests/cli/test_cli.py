@@ -98,6 +98,26 @@ code, _, err = run(["run", jn])
 env = load_report(os.path.join(d, "out_nodesc", "a.json"))["rmdiag"] if code == 0 else {}
 check(code == 0 and "description" in env and env["description"] is None, f"description null when not given ({err})")
 
+# help: every option of a kind from its option table, a format's usage, a command's usage
+code, out, err = run(["help", "cm"])
+check(code == 0 and "bootstrap" in out and "0..10000000" in out and "strata" in out and "'cm options'" in out,
+      f"help cm lists the options with type, default and range: {code} {out[:300]} {err}")
+for kind in ("benchmark", "leakage", "probe"):
+    code, out, err = run(["help", kind])
+    check(code == 0 and "bootstrap" in out or kind == "probe" and code == 0, f"help {kind}: {code} {err}")
+code, out, err = run(["help", "cm-csv"])
+check(code == 0 and "INPUT.csv" in out, f"help cm-csv shows the importer's usage: {code} {err}")
+code, out, err = run(["help", "nope"])
+check(code == 2 and 'unknown topic "nope"' in err and "cm benchmark leakage probe" in err, f"help nope: {code} {err}")
+for cmd in ("run", "validate"):
+    code, out, err = run([cmd, "--help"])
+    check(code == 0 and f"usage: rmdiag {cmd} JOB.json" in out, f"{cmd} --help: {code} {out[:200]} {err}")
+# a near-miss key says what was probably meant
+jm = write_job(os.path.join(d, "miss.json"), [{"name": "a", "kind": "cm", "input": "tiny.h5", "bootstap": 10}],
+               output_dir="out_miss")
+code, _, err = run(["validate", jm])
+check(code == 2 and 'unknown key "bootstap"' in err and 'did you mean "bootstrap"?' in err, f"near miss: {code} {err}")
+
 # Many plain processes started while others end (as a shell loop or a test runner does): none
 # may fail at MPI start-up (isolated singletons once shared one session directory per host).
 import subprocess

@@ -17,6 +17,92 @@ void cm_users_free(cm_users *u) {
   memset(u, 0, sizeof *u);
 }
 
+/* Integer user ids: an open-addressing table keyed by the id (the common case, and the hot one),
+ * doubled when half full, in front of the general map that numbers users in order of first
+ * appearance and keeps their labels. */
+typedef struct id_table {
+  size_t cap, used;
+  uint64_t *key;
+  int32_t *val;  /* -1: empty slot */
+} id_table;
+
+static size_t id_slot(uint64_t id, size_t cap) { return (size_t)((id * 0x9E3779B97F4A7C15ull) >> 20) & (cap - 1); }
+
+static int id_table_init(id_table *t, size_t cap) {
+  t->cap = cap;
+  t->used = 0;
+  t->key = malloc(sizeof(uint64_t) * cap);
+  t->val = malloc(sizeof(int32_t) * cap);
+  if (!t->key || !t->val) return -1;
+  for (size_t i = 0; i < cap; i++) t->val[i] = -1;
+  return 0;
+}
+
+static void id_table_free(id_table *t) {
+  free(t->key);
+  free(t->val);
+  memset(t, 0, sizeof *t);
+}
+
+/* Doubles the table; returns -1 when out of memory (the old table stays valid). */
+static int id_table_grow(id_table *t) {
+  id_table n;
+  if (id_table_init(&n, 2 * t->cap) != 0) {
+    id_table_free(&n);
+    return -1;
+  }
+  for (size_t i = 0; i < t->cap; i++) {
+    if (t->val[i] < 0) continue;
+    size_t s = id_slot(t->key[i], n.cap);
+    while (n.val[s] >= 0) s = (s + 1) & (n.cap - 1);
+    n.key[s] = t->key[i];
+    n.val[s] = t->val[i];
+  }
+  n.used = t->used;
+  id_table_free(t);
+  *t = n;
+  return 0;
+}
+
+/* The user number of integer id `id` (adding it to `m` when new); -1 when out of memory, a value
+ * above INT32_MAX when there are too many users. */
+static int64_t id_number(id_table *t, rd_idmap *m, uint64_t id) {
+  size_t s = id_slot(id, t->cap);
+  while (t->val[s] >= 0 && t->key[s] != id) s = (s + 1) & (t->cap - 1);
+  if (t->val[s] >= 0) return t->val[s];
+  int64_t k = rd_idmap_get(m, &id, sizeof id, NULL);
+  if (k < 0 || k > INT32_MAX) return k;
+  t->key[s] = id;
+  t->val[s] = (int32_t)k;
+  if (2 * ++t->used > t->cap && id_table_grow(t) != 0) return -1;
+  return k;
+}
+
+/* The users' labels for messages: "quoted" strings, or the integer ids as written. */
+static int users_labels(const rd_idmap *m, int is_string, int is_signed, cm_users *u, rd_status *st) {
+  u->U = m->n;
+  u->label_off = rd_malloc(sizeof(int64_t) * (size_t)(u->U + 1), st, "user labels");
+  size_t total = 0;
+  for (int64_t k = 0; k < u->U; k++) total += is_string ? m->lens[k] + 3 : 24;
+  u->labels = u->label_off ? rd_malloc(total + 1, st, "user labels") : NULL;
+  if (!u->labels) return st->code;
+  size_t pos = 0;
+  for (int64_t k = 0; k < u->U; k++) {
+    u->label_off[k] = (int64_t)pos;
+    if (is_string) {
+      pos += (size_t)sprintf(u->labels + pos, "\"%s\"", m->keys[k]) + 1;
+    } else {
+      uint64_t v;
+      memcpy(&v, m->keys[k], sizeof v);
+      if (is_signed) pos += (size_t)sprintf(u->labels + pos, "%lld", (long long)(int64_t)v) + 1;
+      else pos += (size_t)sprintf(u->labels + pos, "%llu", (unsigned long long)v) + 1;
+    }
+  }
+  u->label_off[u->U] = (int64_t)pos;
+  u->labels_len = pos;
+  return RD_OK;
+}
+
 /* Rank 0: reads the user column and numbers users by first appearance. */
 static int cm_users_read(hid_t f, const rd_job *job, const cm_layout *L, cm_users *u, rd_status *st) {
   int64_t P = L->P;
@@ -29,92 +115,24 @@ static int cm_users_read(hid_t f, const rd_job *job, const cm_layout *L, cm_user
   int64_t *soff = NULL;
   uint64_t *ids = NULL;
   size_t slen = 0;
+  id_table t = {0};
   if (rc == RD_OK) {
     if (is_string) {
       rc = rd_h5_read_strings(f, job->input, &L->user, &sbuf, &slen, &soff, st);
     } else {
       ids = rd_malloc(sizeof(uint64_t) * (size_t)P, st, "user ids");
       rc = ids ? rd_h5_read_int_words(f, job->input, &L->user, 0, P, ids, st) : st->code;
+      if (rc == RD_OK && id_table_init(&t, 4096) != 0) rc = rd_fail(st, RD_EFAIL, "out of memory numbering users");
     }
   }
-  /* integer ids: an open-addressing table keyed by the id (the common case, and the hot one),
-   * doubled when half full; a new id also goes into the general map, which numbers users in
-   * order of first appearance and keeps their labels */
-  size_t cap = 4096, used = 0;
-  uint64_t *tkey = is_string ? NULL : malloc(sizeof(uint64_t) * cap);
-  int32_t *tval = is_string ? NULL : malloc(sizeof(int32_t) * cap);
-  if (!is_string && (!tkey || !tval)) rc = rd_fail(st, RD_EFAIL, "out of memory numbering users");
-  for (size_t i = 0; tval && i < cap; i++) tval[i] = -1;
   for (int64_t p = 0; rc == RD_OK && p < P; p++) {
-    int64_t id;
-    if (is_string) {
-      id = rd_idmap_get(&m, sbuf + soff[p], strlen(sbuf + soff[p]), NULL);
-    } else {
-      size_t s = (size_t)((ids[p] * 0x9E3779B97F4A7C15ull) >> 20) & (cap - 1);
-      while (tval[s] >= 0 && tkey[s] != ids[p]) s = (s + 1) & (cap - 1);
-      if (tval[s] >= 0) {
-        id = tval[s];
-      } else {
-        id = rd_idmap_get(&m, &ids[p], sizeof ids[p], NULL);
-        if (id < 0 || id > INT32_MAX) goto numbered;
-        tkey[s] = ids[p];
-        tval[s] = (int32_t)id;
-        if (2 * ++used > cap) {
-          size_t ncap = 2 * cap;
-          uint64_t *nk = malloc(sizeof(uint64_t) * ncap);
-          int32_t *nv = malloc(sizeof(int32_t) * ncap);
-          if (!nk || !nv) {
-            free(nk);
-            free(nv);
-            id = -1;
-            goto numbered;
-          }
-          for (size_t i = 0; i < ncap; i++) nv[i] = -1;
-          for (size_t i = 0; i < cap; i++) {
-            if (tval[i] < 0) continue;
-            size_t t = (size_t)((tkey[i] * 0x9E3779B97F4A7C15ull) >> 20) & (ncap - 1);
-            while (nv[t] >= 0) t = (t + 1) & (ncap - 1);
-            nk[t] = tkey[i];
-            nv[t] = tval[i];
-          }
-          free(tkey);
-          free(tval);
-          tkey = nk;
-          tval = nv;
-          cap = ncap;
-        }
-      }
-    }
-  numbered:
+    int64_t id = is_string ? rd_idmap_get(&m, sbuf + soff[p], strlen(sbuf + soff[p]), NULL) : id_number(&t, &m, ids[p]);
     if (id < 0) rc = rd_fail(st, RD_EFAIL, "out of memory numbering users");
     else if (id > INT32_MAX) rc = rd_fail(st, RD_EINPUT, "%s: more than 2^31 users", job->input);
     else u->of_pair[p] = (int32_t)id;
   }
-  free(tkey);
-  free(tval);
-  if (rc == RD_OK) {
-    u->U = m.n;
-    u->label_off = rd_malloc(sizeof(int64_t) * (size_t)(u->U + 1), st, "user labels");
-    size_t total = 0;
-    for (int64_t k = 0; k < u->U; k++) total += is_string ? m.lens[k] + 3 : 24;
-    u->labels = u->label_off ? rd_malloc(total + 1, st, "user labels") : NULL;
-    if (!u->labels) rc = st->code;
-    size_t pos = 0;
-    for (int64_t k = 0; rc == RD_OK && k < u->U; k++) {
-      u->label_off[k] = (int64_t)pos;
-      if (is_string) pos += (size_t)sprintf(u->labels + pos, "\"%s\"", m.keys[k]) + 1;
-      else {
-        uint64_t v;
-        memcpy(&v, m.keys[k], sizeof v);
-        if (L->user.is_signed) pos += (size_t)sprintf(u->labels + pos, "%lld", (long long)(int64_t)v) + 1;
-        else pos += (size_t)sprintf(u->labels + pos, "%llu", (unsigned long long)v) + 1;
-      }
-    }
-    if (rc == RD_OK) {
-      u->label_off[u->U] = (int64_t)pos;
-      u->labels_len = pos;
-    }
-  }
+  id_table_free(&t);
+  if (rc == RD_OK) rc = users_labels(&m, is_string, L->user.is_signed, u, st);
   free(sbuf);
   free(soff);
   free(ids);
