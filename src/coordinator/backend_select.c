@@ -11,7 +11,9 @@
 #include "rmdiag/backend_select.h"
 #include "rmdiag/common/status.h"
 
-/* Candidate module paths: $RMDIAG_CUDA_MODULE, then beside the executable, then ../lib/rmdiag/. */
+/* Candidate module paths: $RMDIAG_CUDA_MODULE, then beside the executable (a build folder), then
+ * where `cmake --install` puts it relative to the installed binary (RMDIAG_MODULE_RELDIR, e.g.
+ * ../lib/rmdiag). */
 static void *load_module(char *why, size_t whylen) {
   const char *env = getenv("RMDIAG_CUDA_MODULE");
   char exe[PATH_MAX], cand[3][PATH_MAX + 64];
@@ -23,7 +25,7 @@ static void *load_module(char *why, size_t whylen) {
     char *slash = strrchr(exe, '/');
     if (slash) *slash = '\0';
     snprintf(cand[nc++], sizeof cand[0], "%s/librmdiag_cuda.so", exe);
-    snprintf(cand[nc++], sizeof cand[0], "%s/../lib/rmdiag/librmdiag_cuda.so", exe);
+    snprintf(cand[nc++], sizeof cand[0], "%s/%s/librmdiag_cuda.so", exe, RMDIAG_MODULE_RELDIR);
   }
   why[0] = '\0';
   for (int i = 0; i < nc; i++) {
