@@ -9,7 +9,7 @@ prints medians and ratios.
   process:    wall time of the whole command (rmdiag under mpiexec, or as a plain process)
 
 The two programs compute the same cell metrics; their nulls differ in definition (the peer draws a sibling
-per month and seed, rmdiag per month over seed-pooled month means, as SPEC §6 says) but not in amount of work.
+per month and seed, rmdiag per month over seed-pooled month means, as the leakage report defines it) but not in amount of work.
 
 usage: bench/bench_leakage.py [--ranks 2] [--reps 5] [--shared ../shared] [--rmdiag build/rmdiag]
 Goal (issue): in-process >= 5x faster than the peer on 2 ranks."""

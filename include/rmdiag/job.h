@@ -1,4 +1,4 @@
-/* The job file (SPEC §2): parsed strictly with cJSON; each job's kind validates its own options
+/* The job file (docs/reference.md, 'The job file'): parsed strictly with cJSON; each job's kind validates its own options
  * and fills in their defaults, which together with the seed, version and inputs define the
  * job's spec_sha256. */
 #ifndef RMDIAG_JOB_H

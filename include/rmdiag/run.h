@@ -1,4 +1,4 @@
-/* The run and validate commands (SPEC §1). */
+/* The run and validate commands (docs/reference.md, 'Commands'). */
 #ifndef RMDIAG_RUN_H
 #define RMDIAG_RUN_H
 

@@ -1,4 +1,4 @@
-/* The statistics rules of SPEC §3, written once for every report. */
+/* The statistics rules (docs/reference.md, 'Statistics'), written once for every report. */
 #include "rmdiag/kernels/stats.h"
 
 #include <math.h>

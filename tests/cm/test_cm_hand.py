@@ -87,7 +87,7 @@ check(code == 0, f"extreme margins run (got {code}: {err})")
 with h5py.File(os.path.join(d, "out", "ext.h5")) as f:
     close(f["cm/tm"][0], 0.5, "TM of σ(800) and σ(-800) is (1 + 0)/2")
     close(f["cm/tg"][0], 0.5, "TG of σ(30) and σ(-30) is 1/2 (symmetric)", rel=1e-15)
-# Dropped bootstrap replicates (SPEC §3: undefined replicates are dropped and counted). Users by first
+# Dropped bootstrap replicates (docs/reference.md 'Statistics': undefined replicates are dropped and counted). Users by first
 # appearance: 0 = A (TM and TG defined), 1 = B (never held out: no TG), 2 = C (always held out: no
 # TM). A replicate drawing no A and no C has no TG (and no CM); one drawing only B and C has no CM;
 # one drawing no A and no B has no TM. The counts come from the draws replayed independently.

@@ -1,6 +1,6 @@
 /* The CUDA leakage kernels against the CPU reference on the same inputs: bootstrap replicates (r and mae)
  * and factor-shuffle null draws, whole ranges and ranges that start inside a cell. They make the same
- * draws and additions (built with --fmad=false), so they must agree bit for bit; the SPEC's bound is
+ * draws and additions (built with --fmad=false), so they must agree bit for bit; the documented bound is
  * 1e-12 relative. Skips (77) when this build has no CUDA module or the machine has no NVIDIA driver. */
 #include <math.h>
 #include <mpi.h>

@@ -1,5 +1,5 @@
 """The CUDA backend against the CPU backend on whole probe runs (mode mrmbench, binary and softmax
-heads, data-parallel over 2 ranks): trained weights agree within 1e-4 in relative L2 norm (SPEC §3)
+heads, data-parallel over 2 ranks): trained weights agree within 1e-4 in relative L2 norm (docs/reference.md, 'Statistics')
 and the reports agree except on predictions within rounding of a tie. Skips (77) without an NVIDIA
 driver or without a CUDA build (and only then: a backend that does not start on a machine with a driver,
 and any other failure of the CUDA run, fail the test)."""

@@ -1,4 +1,4 @@
-"""Helpers for the benchmark tests: writing the SPEC §5 layout with h5py, and an independent
+"""Helpers for the benchmark tests: writing the benchmark input layout with h5py, and an independent
 oracle of RewardBench scoring written from the official rules (allenai/reward-bench: constants.py
 EXAMPLE_COUNTS / SUBSET_MAPPING, utils.py calculate_scores_per_section, the v2 rerolled credit and
 the Ties composite of _compute_prompt_stats / process_single_model; the old leaderboard's Prior

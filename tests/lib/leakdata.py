@@ -100,7 +100,7 @@ def load_jsonl(path):
     return rows
 
 
-# ---- an independent statement of the reply parser (SPEC §6) ----
+# ---- an independent statement of the reply parser (docs/reference.md, 'Import formats') ----
 _DASH = {0x2212: "-", 0x2013: "-", 0x2014: "-", 0x2010: "-"}
 _NUM = r"[-+]?\d+(?:\.\d+)?"
 _PCT = re.compile(rf"({_NUM})\s*%")
@@ -221,7 +221,7 @@ def pearson(x, y):
 
 
 def gen_panel(path, M=5, S=6, V=2, K=3, T=240, seed=0, fictional=True, controls=True, chunked=True):
-    """A synthetic panel in the SPEC §6 layout: strong / partial / no recall cells, refusals, excluded
+    """A synthetic panel in the leakage input layout: strong / partial / no recall cells, refusals, excluded
     rows, exact zeros in truth and estimates, |est - truth| = 0.25 exactly, months without truth, a
     fictional series, entropy, and ranking, signal and defense rows. Returns the arrays used."""
     import h5py

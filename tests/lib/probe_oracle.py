@@ -1,4 +1,4 @@
-"""An independent numpy implementation of the probe report's procedures (SPEC §7), for the tests:
+"""An independent numpy implementation of the probe report's procedures (docs/reference.md, 'probe report'), for the tests:
 rmdiag's counter-based draws replayed with the Philox of rdtest.py (batch order, Kaiming init,
 validation holdout, k-means++), MRMBench's AdamW loop in plain float64 numpy, a Newton solver for
 multinomial logistic regression, test metrics, Ledoit-Wolf shrinkage and nearest centroids."""

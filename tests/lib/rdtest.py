@@ -101,7 +101,7 @@ def load_report(path):
 
 
 def write_cm(path, rc, rr, in_train, user, covariates=None, group="cm", dtype="float64"):
-    """A cm input in the SPEC §4 layout."""
+    """A cm input in the cm input layout."""
     with h5py.File(path, "w") as f:
         g = f.require_group(group)
         g["reward_chosen"] = np.asarray(rc, dtype=dtype)

@@ -1,5 +1,5 @@
 /* The numleak importer's reply parsers, one rule per test (CTest runs `test_leak_parse RULE`).
- * Expected values follow SPEC §6 and NumLeak's parse.py behaviour (worked by hand here). */
+ * Expected values follow docs/reference.md ('Import formats') and NumLeak's parse.py behaviour (worked by hand here). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

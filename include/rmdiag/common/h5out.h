@@ -36,7 +36,7 @@ int rd_h5_write_i32(hid_t f, const char *path, int ndims, const int64_t *dims, c
 int rd_h5_write_i64(hid_t f, const char *path, int ndims, const int64_t *dims, const int64_t *data, rd_status *st);
 int rd_h5_write_u8(hid_t f, const char *path, int ndims, const int64_t *dims, const uint8_t *data, rd_status *st);
 int rd_h5_write_i8(hid_t f, const char *path, int ndims, const int64_t *dims, const int8_t *data, rd_status *st);
-/* Chunked and deflate-compressed (what importers write, SPEC §8); 1-D or 2-D, any numeric type. */
+/* Chunked and deflate-compressed (what importers write, docs/reference.md 'Import formats'); 1-D or 2-D, any numeric type. */
 int rd_h5_write_chunked(hid_t f, const char *path, int ndims, const int64_t *dims, hid_t filetype, hid_t memtype,
                         const void *data, rd_status *st);
 /* Variable-length UTF-8 strings. */

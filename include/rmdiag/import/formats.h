@@ -1,4 +1,4 @@
-/* Importers: each reads a format users already have and writes the HDF5 layout of SPEC §4–§7.
+/* Importers: each reads a format users already have and writes one of the input layouts of docs/reference.md ('cm input layout', ...).
  * One row per format in src/coordinator/import.c. Importers run on rank 0 and write their output
  * atomically. */
 #ifndef RMDIAG_IMPORT_H

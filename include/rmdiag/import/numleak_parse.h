@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-/* NumLeak's numeric reply parser (SPEC §6): NFKC, the four dashes to '-', every number followed
+/* NumLeak's numeric reply parser (docs/reference.md, 'Import formats'): NFKC, the four dashes to '-', every number followed
  * by % or "percent" and every number followed by bps / basis point(s) (÷ 100) averaged; with no
  * such hit, a reply of at most 30 code points gives its first bare number not touching an ASCII
  * letter, rejected above 100 in absolute value. Returns 1 with *value set, 0 for "no number",

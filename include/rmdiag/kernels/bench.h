@@ -9,7 +9,7 @@
 
 #include "rmdiag/kernels/types.h"
 
-/* How a scored item earns credit (SPEC §5). */
+/* How a scored item earns credit (docs/reference.md, 'benchmark report'). */
 typedef enum rd_bench_rule {
   RD_BENCH_STRICT = 0,     /* 1 iff min(preferred) > max(rejected), else 0 (a tie is wrong) */
   RD_BENCH_TIE_CREDIT = 1  /* (preferred completions tied at the maximum) / (completions at the maximum) */

@@ -1,4 +1,4 @@
-/* The leakage report (SPEC §6, the NumLeak protocol): the kernel table of its resampling work
+/* The leakage report (the NumLeak protocol, docs/reference.md 'leakage report'): the kernel table of its resampling work
  * (bootstrap replicates of a cell's scored rows, factor-shuffle null draws) with the CPU
  * reference. */
 #ifndef RMDIAG_KERNELS_LEAK_H

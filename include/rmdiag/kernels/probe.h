@@ -1,4 +1,4 @@
-/* The probe report's arithmetic (SPEC §7): linear heads on frozen float32 features with float64
+/* The probe report's arithmetic (docs/reference.md, 'probe report'): linear heads on frozen float32 features with float64
  * accumulation. Every per-row value (logits, residuals, distances) depends only on the row, and
  * every sum over rows runs in a fixed order over a fixed block of rows, so the values are the same
  * whichever rank, vector width or backend computes them. The CPU reference kernels are here; a
@@ -82,7 +82,7 @@ void rd_probe_residuals(int L, int K, const double *z, int32_t y, double *r, dou
 /* Predicted class of each head from one row's logits: K = 1: logit > 0; else the first maximum. */
 void rd_probe_predict(int L, int K, const double *z, int32_t *cls);
 /* A prediction within RD_PROBE_NEAR_TIE of a tie (K = 1: |logit|; else the top two logits' gap): one
- * that weights differing in the last bits (another backend) may decide the other way (SPEC §3). */
+ * that weights differing in the last bits (another backend) may decide the other way (docs/reference.md, 'Statistics'). */
 #define RD_PROBE_NEAR_TIE 1e-9
 int rd_probe_near_tie(int K, const double *zl);
 

@@ -1,4 +1,4 @@
-/* The statistics rules every report follows (SPEC §3): float64 sums over fixed blocks, sd with
+/* The statistics rules every report follows (docs/reference.md, 'Statistics'): float64 sums over fixed blocks, sd with
  * ddof = 1, numpy-linear quantiles, percentile bootstrap intervals, Wilson intervals. */
 #ifndef RMDIAG_STATS_H
 #define RMDIAG_STATS_H
