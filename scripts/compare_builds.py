@@ -738,7 +738,7 @@ def corpus_probe_models(R, work):
 
 
 def corpus_real_bench(R, work, data):
-    """tests/test_bench_real.py: the RewardBench 2 per-item files and the v1 per-subset accuracies."""
+    """tests/benchmark/test_bench_real.py: the RewardBench 2 per-item files and the v1 per-subset accuracies."""
     D = os.path.join(data, "rewardbench")
     if not os.path.isdir(D):
         R.res.note(f"real RewardBench data skipped: {D} not found")
@@ -773,7 +773,7 @@ def corpus_real_bench(R, work, data):
 
 
 def corpus_real_leak(R, work, data, tests, quick):
-    """tests/test_leakage_table1.py, test_leakage_paper.py and test_leakage_import_real.py: the same
+    """tests/leakage/test_leakage_table1.py, test_leakage_paper.py and tests/import/test_leakage_import_real.py: the same
     importer calls, and the same report jobs."""
     if not os.path.isdir(os.path.join(data, "numleak", "results")):
         R.res.note(f"real NumLeak data skipped: {os.path.join(data, 'numleak', 'results')} not found")
@@ -882,7 +882,7 @@ def main():
     sys.dont_write_bytecode = True     # importing the tests' helpers must leave no files in the checkout
     shared = os.environ.get("RMDIAG_SHARED") or os.path.join(os.path.dirname(REPO), "shared")
     os.environ["RMDIAG_SHARED"] = shared
-    data, tests = os.path.join(shared, "data"), os.path.join(REPO, "tests")
+    data, tests = os.path.join(shared, "data"), os.path.join(REPO, "tests", "lib")
 
     if a.work:
         work = os.path.abspath(a.work)
