@@ -9,6 +9,7 @@
 #include "rmdiag/common/comm.h"
 #include "rmdiag/common/options.h"
 #include "rmdiag/job.h"
+#include "rmdiag/plan.h"
 #include "rmdiag/common/status.h"
 
 /* What a kind's run hands back to the driver (meaningful on rank 0 only). */
@@ -35,6 +36,9 @@ typedef struct rd_kind {
    * data), without computing the report. Run before any job when several jobs are to be
    * written, so a bad input found later cannot leave earlier outputs behind, and by `validate`. */
   int (*check)(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd_status *st);
+  /* Optional, rank 0 after `validate`: the job's estimated cost for planning (fills what it
+   * knows; the default comes from the input file's size). May read the input's layout. */
+  void (*estimate)(const rd_job *job, rd_job_cost *cost);
   /* Collective: computes the report. On rank 0 fills out->result and writes datasets to out->h5. */
   int (*run)(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd_run_out *out, rd_status *st);
 } rd_kind;

@@ -7,6 +7,8 @@
 
 typedef struct rd_run_flags {
   int resume, force, validate_only;
+  int plan_only;        /* --plan: print how the jobs would be spread over the ranks; compute nothing */
+  int ranks_per_job;    /* --ranks-per-job: 0 auto, -1 all ranks, else the group width */
   const char *backend;  /* "auto", "cpu", "cuda" */
 } rd_run_flags;
 

@@ -74,6 +74,24 @@ void rd_rank_rows(int64_t n_rows, int64_t block_rows, int size, int rank, int64_
 
 #define RD_CHUNK ((size_t)1 << 30)
 
+int rd_send_bytes(const rd_ctx *ctx, const void *buf, size_t nbytes, int dest, int tag) {
+  const char *p = buf;
+  for (size_t off = 0; off < nbytes; off += RD_CHUNK) {
+    size_t n = nbytes - off < RD_CHUNK ? nbytes - off : RD_CHUNK;
+    RD_MPI_CHECK(ctx, MPI_Send(p + off, (int)n, MPI_BYTE, dest, tag, ctx->comm));
+  }
+  return RD_OK;
+}
+
+int rd_recv_bytes(const rd_ctx *ctx, void *buf, size_t nbytes, int src, int tag) {
+  char *p = buf;
+  for (size_t off = 0; off < nbytes; off += RD_CHUNK) {
+    size_t n = nbytes - off < RD_CHUNK ? nbytes - off : RD_CHUNK;
+    RD_MPI_CHECK(ctx, MPI_Recv(p + off, (int)n, MPI_BYTE, src, tag, ctx->comm, MPI_STATUS_IGNORE));
+  }
+  return RD_OK;
+}
+
 int rd_bcast_bytes(const rd_ctx *ctx, void *buf, size_t nbytes, int root) {
   char *p = buf;
   for (size_t off = 0; off < nbytes; off += RD_CHUNK) {

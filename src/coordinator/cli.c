@@ -24,6 +24,8 @@ static const opt_def run_opts[] = {
     {"--force", NULL, "overwrite outputs that were made from a different job spec"},
     {"--backend", "auto|cpu|cuda", "compute backend; auto (default) uses CUDA when every rank has a GPU"},
     {"--quiet", NULL, "no progress or summary lines on stderr"},
+    {"--plan", NULL, "print how the jobs would be spread over the ranks (groups, order, estimated times); compute nothing"},
+    {"--ranks-per-job", "N|all|auto", "ranks in each group that runs a job; auto (default) plans it from the jobs' sizes"},
     {NULL, NULL, NULL},
 };
 
@@ -63,7 +65,8 @@ static void print_help(FILE *fp) {
   fprintf(fp,
           "rmdiag %s - diagnostic reports from reward-model and foundation-model experiments\n\n"
           "usage:\n"
-          "  rmdiag run JOB.json [--resume] [--force] [--backend auto|cpu|cuda] [--quiet]\n"
+          "  rmdiag run JOB.json [--resume] [--force] [--backend auto|cpu|cuda] [--quiet] [--plan]\n"
+          "             [--ranks-per-job N|all|auto]\n"
           "  rmdiag validate JOB.json      check the job file and every input's layout and values; compute nothing\n"
           "  rmdiag import FORMAT [options] -o OUT.h5\n"
           "  rmdiag help [KIND | FORMAT]   every option of a report kind or an import format\n"
@@ -179,6 +182,18 @@ static int cmd_run(rd_ctx *ctx, int argc, char **argv, int validate_only, rd_sta
     fl.force = values[1] != NULL;
     if (values[2]) fl.backend = values[2];
     ctx->quiet = values[3] != NULL;
+    fl.plan_only = values[4] != NULL;
+    /* the option, else $RMDIAG_RANKS_PER_JOB (a site or a test suite can fix it for every run) */
+    if (!values[5] && getenv("RMDIAG_RANKS_PER_JOB") && getenv("RMDIAG_RANKS_PER_JOB")[0])
+      values[5] = getenv("RMDIAG_RANKS_PER_JOB");
+    if (values[5] && strcmp(values[5], "auto") != 0) {
+      char *end = NULL;
+      long w = strcmp(values[5], "all") == 0 ? -1 : strtol(values[5], &end, 10);
+      if (w == 0 || w < -1 || (w > 0 && (!end || *end)) || w > 1 << 24)
+        return rd_fail(st, RD_EINPUT, "rmdiag run: --ranks-per-job must be a positive integer, all or auto (got \"%s\")",
+                       values[5]);
+      fl.ranks_per_job = (int)w;
+    }
     if (strcmp(fl.backend, "auto") && strcmp(fl.backend, "cpu") && strcmp(fl.backend, "cuda"))
       return rd_fail(st, RD_EINPUT, "rmdiag run: --backend must be auto, cpu or cuda (got \"%s\")", fl.backend);
   }

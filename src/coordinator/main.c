@@ -12,10 +12,8 @@
  * one, so Open MPI need not start a helper daemon or probe high-speed networks (probing
  * InfiniPath/PSM alone costs 0.2 s). An isolated singleton has no job id of its own, so it also
  * keeps no session directory: every isolated singleton on a host would share one, and one
- * process removing it as another starts makes the second fail. Without a session directory the
- * shared-file-pointer component "sm" (which keeps its file there) cannot open, and says so on
- * stderr whenever MPI-IO opens a file; HDF5 never uses shared file pointers, so it is left out.
- * The user's own settings win; other MPIs ignore these. */
+ * process removing it as another starts makes the second fail. The user's own settings win;
+ * other MPIs ignore these. */
 static void singleton_defaults(void) {
   static const char *const launcher_vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", NULL};
   for (const char *const *v = launcher_vars; *v; v++)
@@ -23,7 +21,6 @@ static void singleton_defaults(void) {
   setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
   setenv("OMPI_MCA_pml", "ob1", 0);
   setenv("OMPI_MCA_orte_create_session_dirs", "0", 0);
-  setenv("OMPI_MCA_sharedfp", "^sm", 0);
 }
 
 /* One BLAS thread per rank: rmdiag's parallelism is its ranks, and BLAS results may depend on the
@@ -39,6 +36,10 @@ static void blas_one_thread(void) {
 int main(int argc, char **argv) {
   blas_one_thread();
   singleton_defaults();
+  /* HDF5 never uses MPI-IO's shared file pointers; Open MPI's "sm" component for them keeps a file
+   * in the session directory, which isolated singletons lack and which every MPI-IO open on a
+   * sub-communicator complains about. The user's own setting wins; other MPIs ignore it. */
+  setenv("OMPI_MCA_sharedfp", "^sm", 0);
   /* Threads that MPI starts inherit a mask that blocks termination signals, so rmdiag's handler
    * (which removes temporary files and restores replaced outputs) runs on the main thread only. */
   sigset_t term, old;

@@ -81,6 +81,9 @@ def run(args, ranks=0, cwd=None, env=None, timeout=600):
     if ranks:
         cmd = [MPIEXEC, "-n", str(ranks)] + cmd
     e = dict(os.environ)
+    # Under mpiexec every job runs on all ranks unless a test asks otherwise: most tests check what a
+    # job computes on N ranks; the scheduler's own tests set RMDIAG_RANKS_PER_JOB=auto.
+    e.setdefault("RMDIAG_RANKS_PER_JOB", "all")
     if env:
         e.update(env)
     p = subprocess.run(cmd, cwd=cwd, env=e, capture_output=True, text=True, timeout=timeout)

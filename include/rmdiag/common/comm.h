@@ -46,6 +46,9 @@ int rd_bcast_bytes(const rd_ctx *ctx, void *buf, size_t nbytes, int root);
  * rd_rank_rows(n_rows, block_rows, ...); rank 0 receives all n_rows rows in order in `all`. */
 int rd_gather_rows(const rd_ctx *ctx, const void *mine, void *all, int64_t n_rows, int64_t block_rows,
                    size_t elem);
+/* Point-to-point bytes of any size (chunked below INT_MAX), tag `tag`. */
+int rd_send_bytes(const rd_ctx *ctx, const void *buf, size_t nbytes, int dest, int tag);
+int rd_recv_bytes(const rd_ctx *ctx, void *buf, size_t nbytes, int src, int tag);
 /* Same, but every rank receives the whole array. */
 int rd_allgather_rows(const rd_ctx *ctx, const void *mine, void *all, int64_t n_rows, int64_t block_rows,
                       size_t elem);
