@@ -152,7 +152,19 @@ def empty(g):
 case("missing_truth_value", drop("truth_value"), expect=["dataset /leak/truth_value is missing"])
 expect_fail("validate: missing dataset", ["validate", os.path.join(d, "missing_truth_value", "job.json")],
             ["dataset /leak/truth_value is missing", "float64 truth values [T]"])
-case("short_value", shorten("value"), expect=["/leak/value has", "expected the same length"])
+case("short_value", shorten("value"), expect=["in.h5: /leak/value has shape [1439] but /leak/model has [1440]",
+                                              "expected the same number of panel rows (Q)"])
+case("short_fictional", shorten("series_fictional"),
+     expect=["in.h5: /leak/series_fictional has shape [3] but /leak/series_names has [4]",
+             "expected the same number of series (S)"])
+case("short_signal", shorten("signal/recall"),
+     expect=["in.h5: /leak/signal/recall has shape [399] but /leak/signal/model has [400]",
+             "expected the same number of signal/ rows (G)"])
+case("missing_pick", drop("rank/pick"),
+     expect=["in.h5: dataset /leak/rank/pick is missing (expected int8 picks 0/1/-1 [R])"])
+case("missing_group", job_extra={"group": "/nope"},
+     expect=["in.h5: group /nope is missing", "(expected the leakage input layout: see docs/reference.md, "
+             "'leakage input layout')"])
 case("empty_panel", empty, expect=["/leak/model is empty", "at least one panel row"])
 
 # ---- several jobs: a bad value in a later job is found before any job writes ----
@@ -182,35 +194,40 @@ for n in (0, 2):
 check(not os.path.exists(os.path.join(cd, "out")), "validate writes nothing")
 
 # ---- replicates that could not be gathered are refused before any is drawn ----
-# a small panel: 4 models x 5 real series x 2 variants = 40 cells, every one with scored rows (21 months with
-# truth, 85 % parsed); 1e8 resamples make 2 x 40 x 1e8 = 8e9 values, 1e8 permutations of the 40 cells (all
-# null targets with family S0..S4) 4e9 draws, both more than 2e9.
+# a panel of 8 models x 15 real series x 2 variants = 240 cells, every one with scored rows (21 months with truth,
+# 85 % parsed); 1e7 resamples (the most the option allows) make 2 x 240 x 1e7 = 4.8e9 values, 1e7 permutations of
+# the 240 cells (all null targets with the 15 real series as the family) 2.4e9 draws, both more than 2e9.
 cd = os.path.join(d, "too_many")
 os.makedirs(cd, exist_ok=True)
 small = os.path.join(cd, "small.h5")
-gen_panel(small, M=4, S=6, V=2, K=1, T=24, seed=5, controls=False, chunked=False)
+gen_panel(small, M=8, S=16, V=2, K=1, T=24, seed=5, controls=False, chunked=False)
 with h5py.File(small) as f:
     g = f["leak"]
     tk = set(zip(g["truth_series"][...].tolist(), g["truth_month"][...].tolist()))
     scored = {(m, s, v) for m, s, v, mo, st in zip(g["model"][...], g["series"][...], g["variant"][...], g["month"][...],
                                                    g["status"][...]) if st == 0 and (int(s), int(mo)) in tk}
-check(len(scored) == 40, f"the small panel has 40 cells with scored rows ({len(scored)})")
+check(len(scored) == 240, f"the panel has 240 cells with scored rows ({len(scored)})")
 small_job = {"name": "big", "kind": "leakage", "input": "small.h5", "bootstrap": 0, "null_permutations": 0}
-for opt, extra, what in (("bootstrap", {"bootstrap": 100000000}, "100000000 resamples x 40 cells with scored rows"),
-                         ("null_permutations", {"null_permutations": 100000000, "family": ["S0", "S1", "S2", "S3", "S4"]},
-                          "100000000 permutations x 40 null target cells")):
+family = [f"S{i}" for i in range(15)]
+for opt, extra, what in (("bootstrap", {"bootstrap": 10000000}, "10000000 resamples x 240 cells with scored rows"),
+                         ("null_permutations", {"null_permutations": 10000000, "family": family},
+                          "10000000 permutations x 240 null target cells")):
     jp = write_job(os.path.join(cd, opt + ".json"), [dict(small_job, **extra)])
     for cmd in ("run", "validate"):
         try:
-            expect_fail(f"{opt} too large ({cmd})", [cmd, jp], [f'"{opt}" = 100000000 is too large for this input', what,
+            expect_fail(f"{opt} too large ({cmd})", [cmd, jp], [f'"{opt}" = 10000000 is too large for this input', what,
                         "more than the 2000000000 that can be gathered"], outdir=os.path.join(cd, "out"))
         except subprocess.TimeoutExpired:
             check(False, f"{opt} too large ({cmd}): refused at once, not after computing the replicates")
     check(not os.path.exists(os.path.join(cd, "out")), f"{opt} too large: no output folder")
-# 2 x 40 x 2.4e7 = 1.92e9 values fit (validate computes nothing)
-jp = write_job(os.path.join(cd, "ok.json"), [dict(small_job, bootstrap=24000000)])
+# 2 x 240 x 4e6 = 1.92e9 values fit (validate computes nothing)
+jp = write_job(os.path.join(cd, "ok.json"), [dict(small_job, bootstrap=4000000)])
 code, _, err = run(["validate", jp], timeout=60)
-check(code == 0, f"2.4e7 resamples of 40 cells (1.92e9 values) pass ({code} {err})")
+check(code == 0, f"4e6 resamples of 240 cells (1.92e9 values) pass ({code} {err})")
+# the option's own range comes first: 1e8 resamples are refused as out of range
+jp = write_job(os.path.join(cd, "range.json"), [dict(small_job, bootstrap=100000000)])
+expect_fail("bootstrap out of range", ["validate", jp],
+            ['"bootstrap" = 100000000 is out of range (expected 0..10000000)'])
 
 # ---- importer ----
 ff = os.path.join(d, "ff.csv")

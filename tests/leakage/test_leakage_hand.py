@@ -1,7 +1,7 @@
-"""The leakage report on a panel small enough to work by hand (SPEC §6): every metric of a cell pooled and
-per seed, the tolerance rules and comparisons, the sign rules, rows without truth, excluded rows, entropy,
-holdout, a factor-shuffle null that is deterministic (a family of two series: the only sibling is always
-drawn), fictional series, ranking, residualisation and defenses, and the per-row outputs.
+"""The leakage report on a panel small enough to work by hand (docs/reference.md, 'leakage report'): every
+metric of a cell pooled and per seed, the tolerance rules and comparisons, the sign rules, rows without truth,
+excluded rows, entropy, holdout, a factor-shuffle null that is deterministic (a family of two series: the only
+sibling is always drawn), fictional series, ranking, residualisation and defenses, and the per-row outputs.
 
 Truth: X 2020-01..04 = 1.0, -2.0, 3.78, 0.0 (2020-05 none); Y 2020-01..03 = 0.5, 1.5, 0.5.
 Cell (m-a, X, A), rows:            est     truth  |d|                      seed
@@ -212,8 +212,8 @@ with h5py.File(os.path.join(d, "out", "dec.h5")) as f:
     check(f["leak/abs_error"].dtype == np.float64 and f["leak/within"].dtype == np.uint8, "output dtypes")
     close(list(ae[:7]), [0.25, 1.0, 4.03 - 3.78, 0.5, NAN, NAN, NAN], "abs_error of X's rows (NaN where not scored)")
     check(list(wi[:7]) == [1, 0, 1, 0, 0, 0, 0], f"within flags {list(wi[:7])}")
-# ranking near ties (SPEC §6: truths closer than 1e-9 are a tie, skipped): X at 2020-06 = 0.5, 2020-07 =
-# 0.5 + 1e-10 (a tie), 2020-08 = 0.5 + 1e-8 (scored)
+# ranking near ties (docs/reference.md, 'Controls': truths closer than 1e-9 are a tie, skipped): X at 2020-06 =
+# 0.5, 2020-07 = 0.5 + 1e-10 (a tie), 2020-08 = 0.5 + 1e-8 (scored)
 import shutil
 shutil.copy(os.path.join(d, "in.h5"), os.path.join(d, "tie.h5"))
 with h5py.File(os.path.join(d, "tie.h5"), "r+") as f:
