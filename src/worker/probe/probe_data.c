@@ -20,7 +20,7 @@
 /* Rows per block of the value scan. */
 #define SCAN_BLOCK 512
 
-/* ---- mappings --------------------------------------------------------------------------------- */
+/* ---- mappings -------------------------------------------------------------------------------- */
 
 /* Maps X read-only (without touching its pages); 1 on success. */
 static int feat_try_map(const probe_run *R, feat_src *X) {
@@ -182,7 +182,7 @@ int feat_rows(probe_run *R, feat_src *X, const int64_t *idx, int64_t n, float *b
   return rc;
 }
 
-/* ---- value scan ------------------------------------------------------------------------------- */
+/* ---- value scan ------------------------------------------------------------------------------ */
 
 /* Datasets in a fixed order (each (model, task) in job order, then each model's inference rows);
  * their used rows cut into blocks of SCAN_BLOCK; the blocks split over ranks. A bad value's key is
@@ -278,7 +278,7 @@ int probe_scan_values(probe_run *R, rd_status *st) {
   return rd_agree(ctx, st);
 }
 
-/* ---- training row sets ------------------------------------------------------------------------ */
+/* ---- training row sets ----------------------------------------------------------------------- */
 
 const rd_probe_kernels *probe_gpu_kernels(const probe_run *R) {
   const rd_probe_kernels *k = R->ctx->backend ? R->ctx->backend->probe : NULL;
@@ -319,7 +319,8 @@ int rowset_load(probe_run *R, feat_src *X, rowset *s, int64_t lo, int64_t hi, in
   if (gk) {
     char err[512] = "";
     s->dev = gk->rows_upload(s->buf, n, d, err, sizeof err);
-    if (!s->dev) return rd_fail(st, RD_EFAIL, "%s backend: uploading feature rows failed: %s", R->ctx->backend->name, err);
+    if (!s->dev)
+      return rd_fail(st, RD_EFAIL, "%s backend: uploading feature rows failed: %s", R->ctx->backend->name, err);
   }
   return RD_OK;
 }

@@ -32,7 +32,7 @@
 enum { PROBE_MRMBENCH = 0, PROBE_LBFGS = 1 };
 enum { DIST_EUCLIDEAN = 0, DIST_COSINE = 1, DIST_MAHALANOBIS = 2 };
 
-/* ---- options (probe_options.c) ---- */
+/* ---- options (probe_options.c) --------------------------------------------------------------- */
 
 typedef struct probe_task_opt {
   const char *name;
@@ -71,7 +71,7 @@ extern const rd_option probe_options[];
 int probe_parse(rd_job *job, const rd_jobfile *jf, rd_status *st);
 void probe_free_opts(void *opts);
 
-/* ---- the run's shared state ---- */
+/* ---- the run's shared state ------------------------------------------------------------------ */
 
 /* Element type of a feature dataset. */
 enum { FEAT_F32 = 0, FEAT_F16 = 1, FEAT_F64 = 2, FEAT_BF16 = 3 };
@@ -124,19 +124,19 @@ typedef struct probe_run {
 
 const char *probe_model_name(const probe_run *R, int m);
 
-/* ---- layout (probe_layout.c) ---- */
+/* ---- layout (probe_layout.c) ----------------------------------------------------------------- */
 
 /* Checks names, types and shapes of every (model, task) and inference dataset, filling R->pt's
  * paths and feature sources and R->infer; runs on any one rank with the file open. */
 int probe_check_layout(hid_t f, const rd_job *job, const probe_opts *o, probe_run *R, rd_status *st);
 
-/* ---- labels and splits (probe_labels.c) ---- */
+/* ---- labels and splits (probe_labels.c) ------------------------------------------------------ */
 
 /* Collective: layout, labels and splits on rank 0, shared with every rank; then the row lists of
  * every (model, task) and the feature datasets mapped on every rank, or on none (agreed). */
 int probe_prepare(probe_run *R, rd_status *st);
 
-/* ---- feature rows (probe_data.c) ---- */
+/* ---- feature rows (probe_data.c) ------------------------------------------------------------- */
 
 /* Collective: maps each feature dataset on every rank, or on none (see probe_data.c). */
 void probe_map_features(probe_run *R);
@@ -171,7 +171,7 @@ void rowset_free(probe_run *R, rowset *s);
 /* Rows of d features that fit the rank's memory budget (at least `minimum`). */
 int64_t probe_budget_rows(const probe_run *R, int64_t d, int64_t minimum);
 
-/* ---- the fixed reduction tree (probe_tree.c) ---- */
+/* ---- the fixed reduction tree (probe_tree.c) ------------------------------------------------- */
 
 /* A leaf's value into dst (added to it with `accumulate`). */
 typedef int (*probe_leaf_fn)(void *arg, int64_t leaf, double *dst, int accumulate, rd_status *st);
@@ -223,7 +223,7 @@ void probe_shared_sync(const rd_ctx *g, MPI_Win win);
 /* Frees p: the shared window (collective) or the heap block. */
 void probe_shared_free(double *p, MPI_Win *win);
 
-/* ---- training (probe_predict.c, probe_train.c, probe_lbfgs.c, probe_units.c) ---- */
+/* ---- training (probe_predict.c, probe_train.c, probe_lbfgs.c, probe_units.c) ----------------- */
 
 /* Results of one grid entry of one (model, task) and seed. */
 typedef struct grid_result {
@@ -252,7 +252,7 @@ int probe_train_lbfgs(probe_run *R, const rd_ctx *g, ptask *p, double l2, grid_r
 int probe_train_all(probe_run *R, grid_result **res, rd_status *st);
 void probe_results_free(grid_result *res, int64_t n);
 
-/* ---- selection and metrics (probe_select.c) ---- */
+/* ---- selection and metrics (probe_select.c) -------------------------------------------------- */
 
 typedef struct test_metrics {
   int64_t correct;
@@ -278,7 +278,7 @@ void probe_accuracy_spread(const double *accs, int S, int64_t test_total, int64_
 /* Student-t quantile (two-sided 95 % uses p = 0.975). */
 double probe_t_quantile(double p, double df);
 
-/* ---- inference-time probing (probe_kmeans.c) ---- */
+/* ---- inference-time probing (probe_kmeans.c) ------------------------------------------------- */
 
 typedef struct infer_result {
   /* per model */
@@ -300,7 +300,7 @@ int probe_kmeans_all(probe_run *R, infer_result *out, rd_status *st);
 int probe_maha_check(probe_run *R, rd_status *st);
 void probe_infer_free(infer_result *ir, int n);
 
-/* ---- the report (probe_report.c) ---- */
+/* ---- the report (probe_report.c) ------------------------------------------------------------- */
 
 /* Rank 0: the report from the training results and the inference results, and the output
  * datasets in `h5`. */

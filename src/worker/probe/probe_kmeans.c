@@ -21,7 +21,7 @@ void dpotrf_(const char *uplo, const int *n, double *a, const int *lda, int *inf
 
 #define KM_BLOCK 256
 
-/* ---- T-space ---------------------------------------------------------------------------------- */
+/* ---- T-space --------------------------------------------------------------------------------- */
 
 typedef struct space {
   int distance;
@@ -66,7 +66,7 @@ static void dist_report(const space *sp, const double *Y, int64_t n, const doubl
   for (int64_t i = 0; i < n * c; i++) D[i] = sqrt(D[i]);
 }
 
-/* ---- k-means on one class --------------------------------------------------------------------- */
+/* ---- k-means on one class -------------------------------------------------------------------- */
 
 static void mean_rows(const double *Y, const int64_t *idx, int64_t n, int64_t d, double *out) {
   for (int64_t j = 0; j < d; j++) out[j] = 0.0;
@@ -205,7 +205,7 @@ static int kmeans_class(const space *sp, const double *Y, int64_t n, int64_t k, 
   return ok ? RD_OK : rd_fail(st, RD_EFAIL, "out of memory in k-means");
 }
 
-/* ---- Mahalanobis: the shrunk pooled within-class covariance ------------------------------------ */
+/* ---- Mahalanobis: the shrunk pooled within-class covariance ---------------------------------- */
 
 /* Accumulates into the lower triangle of L [d, d] the scatter Σ_i (x_i − m_c(i))(x_i − m_c(i))ᵀ of
  * task p's validation rows around their class means (first pass: the means; second: the scatter,
@@ -237,7 +237,8 @@ static int maha_scatter(probe_run *R, ptask *p, double *L, double *fourth, float
           *fourth += q * q;
         }
       }
-      if (pass == 1) cblas_dsyrk(CblasRowMajor, CblasLower, CblasTrans, (int)d, (int)nb, 1.0, A, (int)d, 1.0, L, (int)d);
+      if (pass == 1)
+        cblas_dsyrk(CblasRowMajor, CblasLower, CblasTrans, (int)d, (int)nb, 1.0, A, (int)d, 1.0, L, (int)d);
     }
     if (pass == 0)
       for (int c = 0; c < p->C; c++)
@@ -314,7 +315,7 @@ static int maha_factor(probe_run *R, int m, double *L, double *shrink, rd_status
   return maha_shrink_factor(R, m, d, (double)n_all, fourth, L, shrink, st);
 }
 
-/* ---- tasks: centroids of one class of one (model, task) ------------------------------------------------ */
+/* ---- tasks: centroids of one class of one (model, task) -------------------------------------- */
 
 typedef struct km_arg {
   probe_run *R;
@@ -422,7 +423,7 @@ static int km_task(int64_t k, void *argp, double **out, int64_t *n_out, rd_statu
   return RD_OK;
 }
 
-/* ---- nearest centroids of rows --------------------------------------------------------------------------- */
+/* ---- nearest centroids of rows --------------------------------------------------------------- */
 
 /* For rows idx of X (global order), the nearest centroid (first minimum) and its reported distance;
  * rows split over ranks in fixed blocks, gathered on rank 0. */
@@ -437,7 +438,8 @@ static int nearest_rows(probe_run *R, const space *sp, feat_src *X, const int64_
   float *buf = malloc(sizeof(float) * (size_t)(KM_BLOCK * d));
   const float **ptr = malloc(sizeof(float *) * KM_BLOCK);
   int64_t *ix = malloc(sizeof(int64_t) * KM_BLOCK);
-  double *Y = malloc(sizeof(double) * (size_t)(KM_BLOCK * d)), *D = malloc(sizeof(double) * (size_t)(KM_BLOCK * (nc + 1)));
+  double *Y = malloc(sizeof(double) * (size_t)(KM_BLOCK * d));
+  double *D = malloc(sizeof(double) * (size_t)(KM_BLOCK * (nc + 1)));
   if (!my_near || !my_d || !buf || !ptr || !ix || !Y || !D) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
   for (int64_t a = lo; a < hi && st->code == RD_OK; a += KM_BLOCK) {
     int64_t m = hi - a < KM_BLOCK ? hi - a : KM_BLOCK;
@@ -472,7 +474,7 @@ static int nearest_rows(probe_run *R, const space *sp, feat_src *X, const int64_
   return st->code;
 }
 
-/* ---- the whole pass --------------------------------------------------------------------------------------------- */
+/* ---- the whole pass -------------------------------------------------------------------------- */
 
 void probe_infer_free(infer_result *ir, int n) {
   for (int m = 0; ir && m < n; m++) {

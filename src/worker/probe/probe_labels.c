@@ -56,7 +56,7 @@ static int read_labels(hid_t f, const rd_job *job, const probe_opts *o, ptask *p
   return rc;
 }
 
-/* ---- sharing with every rank ------------------------------------------------------------------ */
+/* ---- sharing with every rank ----------------------------------------------------------------- */
 
 /* Collective: each (model, task)'s scalar fields, classes and splits from rank 0; the inference
  * sources; then the error keys of every feature dataset. Pointers that are per rank start empty. */
@@ -99,7 +99,7 @@ static void share_tasks(probe_run *R) {
   }
 }
 
-/* ---- row lists -------------------------------------------------------------------------------- */
+/* ---- row lists ------------------------------------------------------------------------------- */
 
 typedef struct hold_key {
   uint64_t u;
@@ -197,7 +197,7 @@ static int ptask_lists(const probe_run *R, ptask *p, rd_status *st) {
   return check_lists(R, p, st);
 }
 
-/* ---- preparation ------------------------------------------------------------------------------ */
+/* ---- preparation ----------------------------------------------------------------------------- */
 
 int probe_prepare(probe_run *R, rd_status *st) {
   const rd_ctx *ctx = R->ctx;

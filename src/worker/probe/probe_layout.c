@@ -7,14 +7,15 @@
 
 #include "probe_internal.h"
 
-/* ---- the tables ------------------------------------------------------------------------------- */
+/* ---- the tables ------------------------------------------------------------------------------ */
 
 /* GROUP[/RM]/TASK: one row of features, a label and a split per row. */
 enum { PT_DS_X, PT_DS_LABEL, PT_DS_SPLIT };
 enum { PT_LEN_N };
 static const char *const task_lengths[] = {"rows (N)", NULL};
 static const rd_h5_dataset task_datasets[] = {
-    [PT_DS_X] = {"X", 2, RD_TCM(RD_TC_FLOAT), {PT_LEN_N, RD_H5_FREE}, 0, "float32, float16 or bfloat16 features [N, d]"},
+    [PT_DS_X] = {"X", 2, RD_TCM(RD_TC_FLOAT), {PT_LEN_N, RD_H5_FREE}, 0,
+                 "float32, float16 or bfloat16 features [N, d]"},
     [PT_DS_LABEL] = {"label", 1, RD_TCM(RD_TC_INT), {PT_LEN_N, RD_H5_FREE}, 0, "integer labels [N] (-1 = missing)"},
     [PT_DS_SPLIT] = {"split", 1, RD_TCM(RD_TC_INT), {PT_LEN_N, RD_H5_FREE}, 0,
                      "uint8 splits [N] (0 train, 1 validation, 2 test)"},
@@ -35,7 +36,7 @@ static const rd_h5_layout model_layout = {.kind = "probe", .datasets = model_dat
 static const rd_h5_dataset group_datasets[] = {{NULL, 0, 0, {0, 0}, 0, NULL}};
 static const rd_h5_layout group_layout = {.kind = "probe", .datasets = group_datasets};
 
-/* ---- feature datasets ------------------------------------------------------------------------- */
+/* ---- feature datasets ------------------------------------------------------------------------ */
 
 /* The kind of a 2-byte float dataset from its bit layout: IEEE binary16 (sign 15, exponent 10..14
  * with bias 15, mantissa 0..9) or bfloat16 (sign 15, exponent 7..14 with bias 127, mantissa 0..6),
@@ -97,7 +98,7 @@ static int feat_from_info(hid_t f, const char *file, const rd_dsinfo *info, feat
   return RD_OK;
 }
 
-/* ---- per group -------------------------------------------------------------------------------- */
+/* ---- per group ------------------------------------------------------------------------------- */
 
 static int check_table(hid_t f, const char *file, const char *group, const rd_h5_layout *layout, rd_h5_found **found,
                        rd_status *st) {

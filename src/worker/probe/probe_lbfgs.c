@@ -217,7 +217,7 @@ static int line_search(lb_problem *P, int64_t n, const double *x, double f0, con
   return 0;
 }
 
-/* ---- one fit ---------------------------------------------------------------------------------- */
+/* ---- one fit --------------------------------------------------------------------------------- */
 
 /* One (model, task) and l2 on a group: the rank's rows, the tree, the iterate and L-BFGS memory. */
 typedef struct lb_run {

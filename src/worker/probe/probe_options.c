@@ -33,7 +33,7 @@ void probe_free_opts(void *p) {
   free(o);
 }
 
-/* ---- tasks and models ------------------------------------------------------------------------- */
+/* ---- tasks and models ------------------------------------------------------------------------ */
 
 /* The raw labels of one class: classes[k] of task `to`, each label once across the task's classes. */
 static int parse_class(const cJSON *cls, int k, probe_task_opt *to, cJSON *eff_classes, const rd_where *tw,
@@ -137,7 +137,7 @@ static int parse_models(const cJSON *v, void *field, void *opts, cJSON *eff, con
   return RD_OK;
 }
 
-/* ---- mode and the per-mode lists -------------------------------------------------------------- */
+/* ---- mode and the per-mode lists ------------------------------------------------------------- */
 
 static int parse_mode(const cJSON *v, void *field, void *opts, cJSON *eff, const rd_where *w, rd_status *st) {
   (void)v;
@@ -226,7 +226,7 @@ static int parse_seeds(const cJSON *v, void *field, void *opts, cJSON *eff, cons
   return RD_OK;
 }
 
-/* ---- kmeans ----------------------------------------------------------------------------------- */
+/* ---- kmeans ---------------------------------------------------------------------------------- */
 
 /* "tau": a fixed non-negative number, or {"quantile": q} with 0 <= q <= 1. */
 static int parse_tau(const cJSON *tau, probe_opts *o, const rd_where *kw, rd_status *st) {
@@ -243,7 +243,8 @@ static int parse_tau(const cJSON *tau, probe_opts *o, const rd_where *kw, rd_sta
   rd_where qw = *kw;
   snprintf(qw.path, sizeof qw.path, "%.600s.tau", kw->path);
   RD_TRY(rd_opt_keys(tau, qkeys, &qw, st));
-  if (!cJSON_GetObjectItemCaseSensitive(tau, "quantile")) return rd_fail(st, RD_EINPUT, "%s: missing \"quantile\"", qw.path);
+  if (!cJSON_GetObjectItemCaseSensitive(tau, "quantile"))
+    return rd_fail(st, RD_EINPUT, "%s: missing \"quantile\"", qw.path);
   return rd_opt_double(tau, "quantile", 0.95, 0.0, 1.0, &o->tau, &qw, st);
 }
 
@@ -306,26 +307,24 @@ static int parse_kmeans(const cJSON *km, void *field, void *opts, cJSON *eff, co
   return RD_OK;
 }
 
-/* ---- the table -------------------------------------------------------------------------------- */
+/* ---- the table ------------------------------------------------------------------------------- */
 
 /* Rows in the order of the effective options (the report's "options"). */
 const rd_option probe_options[] = {
     RD_OPTION_CUSTOM("tasks", probe_opts, tasks, parse_tasks, "object {TASK: {\"classes\": [[LABEL, ...], ...]}}",
-                     "required", "the tasks: per task 2 to 100 classes, each a list of raw integer labels (class index "
-                     "= position); a task's rows are under GROUP/TASK (or GROUP/RM/TASK)"),
+                     "required", "per task 2 to 100 classes, each a list of raw integer labels; rows under GROUP/TASK"),
     RD_OPTION_CUSTOM("models", probe_opts, models, parse_models, "list of group names", "none",
-                     "several reward models: tasks under GROUP/RM/TASK for each RM, compared per task"),
+                     "several reward models, compared per task: rows under GROUP/RM/TASK"),
     RD_OPTION_CUSTOM("mode", probe_opts, mode, parse_mode, "\"mrmbench\" or \"lbfgs\"", "\"mrmbench\"",
-                     "training: MRMBench's AdamW probes over learning rates and seeds, or a multinomial logistic "
-                     "regression fitted to convergence by L-BFGS over L2 strengths"),
+                     "MRMBench's AdamW probes, or logistic regression fitted to convergence by L-BFGS"),
     RD_OPTION_CUSTOM("lr_grid", probe_opts, lr_grid, parse_lr_grid, "list of 1 to 64 positive numbers",
-                     "[5e-5, 2e-5, 1e-5]", "mrmbench: learning rates, selected by mean validation accuracy"),
+                     "[5e-5, 2e-5, 1e-5]", "mrmbench: learning rates, selected on mean validation accuracy"),
     RD_OPTION_CUSTOM("seeds", probe_opts, seeds, parse_seeds, "list of 1 to 1000 distinct integers >= 0", "[0]",
                      "mrmbench: seeds of batch order and initialisation"),
     RD_OPTION_STRING("init", probe_opts, init, "kaiming", probe_inits,
                      "mrmbench: initial weights (PyTorch's kaiming-uniform, or zeros)"),
     RD_OPTION_CUSTOM("l2_grid", probe_opts, l2_grid, parse_l2_grid, "list of 1 to 64 numbers >= 0",
-                     "[1e-4, 1e-3, 1e-2]", "lbfgs: L2 strengths, selected by validation accuracy"),
+                     "[1e-4, 1e-3, 1e-2]", "lbfgs: L2 strengths, selected on validation accuracy"),
     RD_OPTION_BOOL("standardize", probe_opts, standardize, 0, "lbfgs: fit on features standardized by the training "
                    "rows' mean and sd"),
     RD_OPTION_NUMBER("tol", probe_opts, tol, 1e-8, 0.0, 1e300,
@@ -333,10 +332,10 @@ const rd_option probe_options[] = {
     RD_OPTION_INT("max_iter", probe_opts, max_iter, 1000, 0, 100000000, "lbfgs: iteration limit"),
     RD_OPTION_INT("max_memory_mb", probe_opts, max_memory_mb, 4096, 1, 1 << 30,
                   "per rank: feature rows held at once when they are read rather than mapped"),
-    RD_OPTION_CUSTOM("kmeans", probe_opts, kmeans, parse_kmeans, "object {\"k_per_class\", \"iters\", \"distance\", "
-                     "\"tau\"} or false", "{} (k_per_class 1, iters 50, distance \"euclidean\", tau {\"quantile\": "
-                     "0.95})", "inference-time probing: centroids per class, nearest centroid and d_min of each "
-                     "infer/X row, kept when d_min <= tau; false turns it off"),
+    RD_OPTION_CUSTOM("kmeans", probe_opts, kmeans, parse_kmeans, "object or false",
+                     "{\"k_per_class\": 1, \"iters\": 50, \"distance\": \"euclidean\", \"tau\": {\"quantile\": 0.95}}",
+                     "inference-time probing by centroids; distance also \"cosine\" or \"mahalanobis\", tau also a "
+                     "fixed number; false: off"),
     RD_OPTION_END,
 };
 

@@ -10,7 +10,7 @@
 #include "rmdiag/common/h5out.h"
 #include "rmdiag/common/jsonutil.h"
 
-/* ---- output datasets -------------------------------------------------------------------------- */
+/* ---- output datasets ------------------------------------------------------------------------- */
 
 /* Output group of a model: "/probe" or "/probe/RM". */
 static void out_prefix(const probe_run *R, int m, char *out, size_t n) {
@@ -78,7 +78,7 @@ static int write_infer_h5(const probe_run *R, int m, const infer_result *ir, hid
   return rd_h5_write_u8(h5, path, 1, dn, ir->kept, st);
 }
 
-/* ---- one model -------------------------------------------------------------------------------- */
+/* ---- one model ------------------------------------------------------------------------------- */
 
 /* The inference summary of one model: null without kmeans. */
 static cJSON *inference_json(const probe_run *R, const infer_result *ir) {
@@ -132,7 +132,8 @@ static void task_rows_json(const probe_opts *o, const ptask *p, cJSON *tj) {
   cJSON *cl = cJSON_AddArrayToObject(tj, "classes");
   for (int c = 0; c < p->C; c++) {
     cJSON *a = cJSON_CreateArray();
-    for (int k = 0; k < to->class_len[c]; k++) cJSON_AddItemToArray(a, cJSON_CreateNumber((double)to->class_labels[c][k]));
+    for (int k = 0; k < to->class_len[c]; k++)
+      cJSON_AddItemToArray(a, cJSON_CreateNumber((double)to->class_labels[c][k]));
     cJSON_AddItemToArray(cl, a);
   }
   cJSON *ctr = cJSON_AddArrayToObject(tj, "train_class_counts");
@@ -243,7 +244,7 @@ static cJSON *model_report(const probe_run *R, int m, grid_result *res, const in
   return r;
 }
 
-/* ---- several models --------------------------------------------------------------------------- */
+/* ---- several models -------------------------------------------------------------------------- */
 
 /* Per task (and for the average over tasks): each model's mean test accuracy, and the models
  * ordered best first (ties by job order). acc[m * T + t]. */

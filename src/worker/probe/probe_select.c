@@ -8,7 +8,7 @@
 #include "rmdiag/common/jsonutil.h"
 #include "rmdiag/kernels/stats.h"
 
-/* ---- selection -------------------------------------------------------------------------------- */
+/* ---- selection ------------------------------------------------------------------------------- */
 
 static int64_t val_correct(const ptask *p, const int32_t *pred) {
   int64_t correct = 0;
@@ -43,7 +43,7 @@ void probe_near_ties(const grid_result *gr, int S, int NG, int sel, int64_t *val
   }
 }
 
-/* ---- test metrics ----------------------------------------------------------------------------- */
+/* ---- test metrics ---------------------------------------------------------------------------- */
 
 void probe_test_metrics(const ptask *p, const int32_t *pred, test_metrics *m) {
   int C = p->C;
@@ -91,7 +91,7 @@ cJSON *probe_metrics_json(const ptask *p, const test_metrics *m) {
   return o;
 }
 
-/* ---- spread over seeds ------------------------------------------------------------------------ */
+/* ---- spread over seeds ----------------------------------------------------------------------- */
 
 void probe_accuracy_spread(const double *accs, int S, int64_t test_total, int64_t n_te, double *mean, double *sd,
                            double ci[2], int *has_ci) {
@@ -106,7 +106,7 @@ void probe_accuracy_spread(const double *accs, int S, int64_t test_total, int64_
   }
 }
 
-/* ---- Student t quantile ------------------------------------------------------------------------------------------- */
+/* ---- Student t quantile ---------------------------------------------------------------------- */
 
 /* Regularized incomplete beta I_x(a, b) by Lentz's continued fraction. */
 static double betacf(double a, double b, double x) {

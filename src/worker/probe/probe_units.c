@@ -15,7 +15,7 @@ typedef struct unit {
   double cost;
 } unit;
 
-/* ---- packing results ---------------------------------------------------------------------------- */
+/* ---- packing results ------------------------------------------------------------------------- */
 
 /* Group rank 0 packs a unit's results as doubles: per grid entry W, b, iterations, grad_norm,
  * status, near_val, near_test, val_pred, test_pred; unit_len doubles in all. */
@@ -89,7 +89,7 @@ void probe_results_free(grid_result *res, int64_t n) {
   free(res);
 }
 
-/* ---- units and groups --------------------------------------------------------------------------- */
+/* ---- units and groups ------------------------------------------------------------------------ */
 
 /* Ranks a unit needs for its data: a rank keeps its share of the training rows in memory unless
  * they are mapped (and trained on the CPU); at most RD_PROBE_UNITS. */
@@ -162,7 +162,7 @@ static int group_color(const rd_ctx *ctx, int64_t G) {
   return color;
 }
 
-/* ---- training a group's units ------------------------------------------------------------------- */
+/* ---- training a group's units ---------------------------------------------------------------- */
 
 /* What a group trains and where its rank 0 packs the results: per unit its index, its length and
  * its packed results. */
@@ -221,7 +221,7 @@ static void group_train(probe_run *R, const rd_ctx *gctx, group_work *gw, rd_sta
   if (ctx->rank == 0) rd_progress_end(&prog);
 }
 
-/* ---- gathering ---------------------------------------------------------------------------------- */
+/* ---- gathering ------------------------------------------------------------------------------- */
 
 /* Collective over the world: every group rank 0's packed results to world rank 0, unpacked there
  * into res[(pt * S + seed) * NG + g]. */
@@ -286,7 +286,8 @@ int probe_train_all(probe_run *R, grid_result **res_out, rd_status *st) {
   rd_ctx gctx;
   memset(&gctx, 0, sizeof gctx);
   if (gcomm != MPI_COMM_NULL) {
-    if (rd_ctx_init(&gctx, gcomm, NULL, NULL) != RD_OK) rd_abort(ctx, __FILE__, __LINE__, "cannot split the communicator");
+    if (rd_ctx_init(&gctx, gcomm, NULL, NULL) != RD_OK)
+      rd_abort(ctx, __FILE__, __LINE__, "cannot split the communicator");
     gctx.backend = ctx->backend;
     gctx.quiet = 1;
     group_train(R, &gctx, &gw, st);
