@@ -1,9 +1,7 @@
 /* probe: the feature matrices (mapped read-only when contiguous float32, else read through HDF5 in
  * pieces bounded by max_memory_mb), the training rows a rank holds (row sets, loaded in segments
  * and uploaded to a backend that has kernels), and the check that every feature used is finite. */
-#include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

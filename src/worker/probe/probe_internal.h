@@ -122,8 +122,6 @@ typedef struct probe_run {
   hid_t h5;              /* the rank's serial handle on the input, opened on first use */
 } probe_run;
 
-const char *probe_model_name(const probe_run *R, int m);
-
 /* ---- layout (probe_layout.c) ----------------------------------------------------------------- */
 
 /* Checks names, types and shapes of every (model, task) and inference dataset, filling R->pt's

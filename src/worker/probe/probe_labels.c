@@ -8,8 +8,6 @@
 #include "probe_internal.h"
 #include "rmdiag/kernels/rng.h"
 
-const char *probe_model_name(const probe_run *R, int m) { return R->o->n_models ? R->o->models[m] : NULL; }
-
 /* ---- labels and splits (rank 0) -------------------------------------------------------------- */
 
 /* The class of raw label `lab` in task `to` (-1: in no class list). */

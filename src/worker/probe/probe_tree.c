@@ -98,7 +98,6 @@ static int shm_allowed(void) {
   return !(e && strcmp(e, "0") == 0);
 }
 
-
 /* The nodes each rank of the group evaluates: the cover of its leaves rd_split_range(J, size, r),
  * rank after rank; 0, or -1 when the exchange would not fit MPI's int counts. */
 static int tree_assign(tree_ws *w, int64_t J, const rd_ctx *g) {
