@@ -123,7 +123,8 @@ def shape(a):
     a["t"]["label"] = a["t"]["label"][:-1]
 
 
-case("label_rows", shape, expect=["/probe/t/X has 300 rows but /probe/t/label has 299"])
+case("label_rows", shape, expect=["in.h5: /probe/t/label has shape [299] but /probe/t/X has [300, 8]; "
+                                  "expected the same number of rows (N)"])
 
 
 def float_labels(a):

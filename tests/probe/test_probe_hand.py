@@ -1,6 +1,6 @@
-"""Hand-worked probe cases (SPEC §7, mode mrmbench): two AdamW steps with clipping and the cosine
-learning rate on the binary (one logit + BCE) path, one step on the softmax path, and the Kaiming
-init replayed from the counter-based generator."""
+"""Hand-worked probe cases (docs/reference.md, 'mrmbench training'): two AdamW steps with clipping and
+the cosine learning rate on the binary (one logit + BCE) path, one step on the softmax path, and the
+Kaiming init replayed from the counter-based generator."""
 import math
 import os
 

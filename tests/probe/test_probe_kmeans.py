@@ -1,9 +1,9 @@
-"""Inference-time probing (SPEC §7 `kmeans`) against numpy: centroids per class of each task from
-its validation rows (class means for k_per_class = 1; k-means++ replayed from the counter-based
-generator, then Lloyd, for k > 1), the nearest centroid's task (ties to the first task in job
-order), d_min (plain Euclidean; 1 - cos for cosine; Mahalanobis with a Ledoit-Wolf shrunk pooled
-within-class covariance), kept with a fixed tau or a quantile tau over the validation rows' d_min,
-and reliance fractions over kept rows; per-row outputs in HDF5."""
+"""Inference-time probing (docs/reference.md, 'Inference-time probing (kmeans)') against numpy:
+centroids per class of each task from its validation rows (class means for k_per_class = 1; k-means++
+replayed from the counter-based generator, then Lloyd, for k > 1), the nearest centroid's task (ties to
+the first task in job order), d_min (plain Euclidean; 1 - cos for cosine; Mahalanobis with a Ledoit-Wolf
+shrunk pooled within-class covariance), kept with a fixed tau or a quantile tau over the validation
+rows' d_min, and reliance fractions over kept rows; per-row outputs in HDF5."""
 import math
 import os
 

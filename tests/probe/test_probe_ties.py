@@ -1,11 +1,12 @@
 """Learning-rate selection ties exactly. Two learning rates whose per-seed validation accuracies are the
 same numbers in a different seed order ([0.7, 0.6, 0.4] and [0.7, 0.4, 0.6]: 17 of 30 rows each) have
-equal mean validation accuracy, so SPEC §7 picks the first grid entry; summing the per-seed fractions
-in seed order would make the second one larger by one ulp. The input is fixed by a seeded generator;
-the test first checks that the tie really is there (so it cannot pass vacuously), then the selection,
-the equal grid values, and that accuracy_mean is the exact fraction of correct test rows over seeds.
-Also near ties (SPEC §3: predictions within 1e-9 of a tie, which another backend may decide the other
-way, are counted): all-zero feature rows have logit exactly 0 without a bias, so each is one."""
+equal mean validation accuracy, so the selection (docs/reference.md, 'Selection and metrics') picks the
+first grid entry; summing the per-seed fractions in seed order would make the second one larger by one
+ulp. The input is fixed by a seeded generator; the test first checks that the tie really is there (so it
+cannot pass vacuously), then the selection, the equal grid values, and that accuracy_mean is the exact
+fraction of correct test rows over seeds. Also near ties (docs/reference.md, 'Near-tie rule':
+predictions within 1e-9 of a tie, which another backend may decide the other way, are counted): all-zero
+feature rows have logit exactly 0 without a bias, so each is one."""
 import os
 from fractions import Fraction
 

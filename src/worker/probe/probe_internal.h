@@ -1,8 +1,18 @@
-/* Internal seams of the probe report (SPEC §7), shared by its files:
- *   probe.c        options, validation, the run, the report and the output datasets
- *   probe_data.c   input layout, labels and splits, feature sources (mapped or read), value checks
- *   probe_train.c  configurations over groups of ranks, the fixed reduction tree, mrmbench and L-BFGS
- *   probe_kmeans.c centroids, distances and inference-time probing */
+/* The probe report kind (docs/reference.md, 'probe report'), split along its steps:
+ *   probe_options.c  the option table: parsing, effective options, `rmdiag help probe`
+ *   probe_layout.c   the input layout (a table of datasets per task group and per model group)
+ *   probe_labels.c   labels to classes, splits and the validation holdout, shared with every rank
+ *   probe_data.c     feature sources (mapped, or read in bounded pieces), training row sets, value scan
+ *   probe_tree.c     the fixed reduction tree over a group of ranks and its exchange
+ *   probe_predict.c  predictions of a trained probe on validation and test rows
+ *   probe_train.c    mode mrmbench: MRMBench's AdamW loop
+ *   probe_lbfgs.c    mode lbfgs: multinomial logistic regression by L-BFGS
+ *   probe_units.c    configurations spread over groups of ranks, results gathered on rank 0
+ *   probe_select.c   the grid entry selected on validation accuracy, test metrics, spread over seeds
+ *   probe_kmeans.c   centroids, distances and inference-time probing
+ *   probe_report.c   the report and the output datasets (rank 0)
+ *   probe.c          the run, the checks and the kind's table
+ * This header is the seam between those files. */
 #ifndef RMDIAG_PROBE_INTERNAL_H
 #define RMDIAG_PROBE_INTERNAL_H
 
@@ -12,12 +22,17 @@
 
 #include "rmdiag/common/comm.h"
 #include "rmdiag/common/h5in.h"
+#include "rmdiag/common/options.h"
+#include "rmdiag/common/progress.h"
+#include "rmdiag/common/status.h"
 #include "rmdiag/job.h"
 #include "rmdiag/kernels/probe.h"
-#include "rmdiag/common/status.h"
+#include "rmdiag/kind.h"
 
 enum { PROBE_MRMBENCH = 0, PROBE_LBFGS = 1 };
 enum { DIST_EUCLIDEAN = 0, DIST_COSINE = 1, DIST_MAHALANOBIS = 2 };
+
+/* ---- options (probe_options.c) --------------------------------------------------------------- */
 
 typedef struct probe_task_opt {
   const char *name;
@@ -27,15 +42,19 @@ typedef struct probe_task_opt {
 } probe_task_opt;
 
 typedef struct probe_opts {
+  const cJSON *spec;     /* the job's options while they are parsed (the mode row refuses the other mode's) */
   int n_tasks;
   probe_task_opt *tasks;
   int n_models;          /* 0: no "models" (tasks directly under the group) */
   const char **models;
   int mode;
+  int n_lr, n_l2;
+  double *lr_grid, *l2_grid;
   int n_grid;
-  double *grid;          /* learning rates (mrmbench) or l2 strengths (lbfgs) */
+  const double *grid;    /* the mode's grid: learning rates (mrmbench) or l2 strengths (lbfgs) */
   int n_seeds;
   int64_t *seeds;
+  const char *init;
   int init_zeros;
   int standardize;
   double tol;
@@ -47,6 +66,12 @@ typedef struct probe_opts {
   int tau_quantile;      /* 1: tau is the quantile `tau` of validation d_min */
   double tau;
 } probe_opts;
+
+extern const rd_option probe_options[];
+int probe_parse(rd_job *job, const rd_jobfile *jf, rd_status *st);
+void probe_free_opts(void *opts);
+
+/* ---- the run's shared state ------------------------------------------------------------------ */
 
 /* Element type of a feature dataset. */
 enum { FEAT_F32 = 0, FEAT_F16 = 1, FEAT_F64 = 2, FEAT_BF16 = 3 };
@@ -97,23 +122,107 @@ typedef struct probe_run {
   hid_t h5;              /* the rank's serial handle on the input, opened on first use */
 } probe_run;
 
-/* ---- probe_data.c ----------------------------------------------------------------------------- */
+/* ---- layout (probe_layout.c) ----------------------------------------------------------------- */
+
+/* Checks names, types and shapes of every (model, task) and inference dataset, filling R->pt's
+ * paths and feature sources and R->infer; runs on any one rank with the file open. */
 int probe_check_layout(hid_t f, const rd_job *job, const probe_opts *o, probe_run *R, rd_status *st);
-/* Collective: layout, labels and splits on rank 0, shared with every rank; then the feature
- * datasets mapped on every rank, or on none (agreed). */
+
+/* ---- labels and splits (probe_labels.c) ------------------------------------------------------ */
+
+/* Collective: layout, labels and splits on rank 0, shared with every rank; then the row lists of
+ * every (model, task) and the feature datasets mapped on every rank, or on none (agreed). */
 int probe_prepare(probe_run *R, rd_status *st);
-/* Collective: non-finite features among the rows used (lowest global index reported). */
-int probe_scan_values(probe_run *R, rd_status *st);
+
+/* ---- feature rows (probe_data.c) ------------------------------------------------------------- */
+
+/* Collective: maps each feature dataset on every rank, or on none (see probe_data.c). */
+void probe_map_features(probe_run *R);
+/* 1 when X is mapped (the same answer on every rank). */
+int feat_mapped(probe_run *R, feat_src *X);
 /* Row pointers for rows idx[0..n) of X: into the mapping, or read (any order) into `buf` (n*d
  * floats, malloc'd by the caller). */
 int feat_rows(probe_run *R, feat_src *X, const int64_t *idx, int64_t n, float *buf, const float **ptrs,
               rd_status *st);
-/* 1 when X is mapped (the same answer on every rank). */
-int feat_mapped(probe_run *R, feat_src *X);
+/* Collective: non-finite features among the rows used (lowest global index reported). */
+int probe_scan_values(probe_run *R, rd_status *st);
 void probe_data_free(probe_run *R);
-const char *probe_model_name(const probe_run *R, int m);
 
-/* ---- probe_train.c ---------------------------------------------------------------------------- */
+/* The backend's probe kernels when it has the ones training uses, else NULL (CPU). */
+const rd_probe_kernels *probe_gpu_kernels(const probe_run *R);
+
+/* Loaded training rows: pointers (into the mapping or `buf`) and targets, by local position. */
+typedef struct rowset {
+  int64_t n;
+  const float **ptr;
+  int32_t *y;
+  int64_t *row;   /* input row of each local position */
+  float *buf;     /* owned rows (not mapped) */
+  void *dev;      /* rows uploaded to the backend */
+} rowset;
+
+int rowset_alloc(rowset *s, int64_t n, rd_status *st);
+/* Loads rows [lo, hi) of the rowset's row list: pointers into the mapping, or read into buf; with
+ * `upload` (a backend with kernels) a copy goes to the device. */
+int rowset_load(probe_run *R, feat_src *X, rowset *s, int64_t lo, int64_t hi, int upload, rd_status *st);
+void rowset_free(probe_run *R, rowset *s);
+/* Rows of d features that fit the rank's memory budget (at least `minimum`). */
+int64_t probe_budget_rows(const probe_run *R, int64_t d, int64_t minimum);
+
+/* ---- the fixed reduction tree (probe_tree.c) ------------------------------------------------- */
+
+/* A leaf's value into dst (added to it with `accumulate`). */
+typedef int (*probe_leaf_fn)(void *arg, int64_t leaf, double *dst, int accumulate, rd_status *st);
+/* Optional: the value of a whole node (leaves [lo, lo + n) present) in one call, the same bits as
+ * the tree of its leaves. */
+typedef int (*probe_node_fn)(void *arg, int64_t lo, int64_t n, double *dst, rd_status *st);
+
+typedef struct tnode {
+  int64_t lo, size;  /* aligned: lo % size == 0, size a power of two */
+} tnode;
+
+/* The workspace of one tree over a group: which nodes each rank evaluates and how their values
+ * are exchanged. */
+typedef struct tree_ws {
+  int64_t len;       /* doubles per node value */
+  int64_t depth;
+  double *scratch;   /* (depth + 2) * len */
+  /* the nodes each rank evaluates (rank-major) */
+  tnode *nodes;
+  int64_t total, mine, first;  /* all ranks' nodes, this rank's, the index of its first */
+  int *counts, *displs;        /* doubles per rank and their offsets (MPI_Allgatherv) */
+  const double **vals;         /* value of each node, for the root */
+  int64_t out_lo, out_hi;      /* the elements of the root the caller reads (all by default) */
+  /* exchange through MPI_Allgatherv ... */
+  double *send, *recv;
+  /* ... or, when the group shares memory, through a shared window: rank r writes its nodes into
+   * seg[r] (two halves used in turn, so a rank never overwrites values another may still read) */
+  MPI_Win win;
+  int shared, half;
+  double **seg;
+} tree_ws;
+
+/* Collective over the group (J leaves, node values of len doubles); 0, or -1 when out of memory. */
+int probe_tree_init(tree_ws *w, int64_t J, int64_t len, const rd_ctx *g);
+/* Collective when the group shares a window. */
+void probe_tree_free(tree_ws *w);
+/* Collective over the group: out = Σ over leaves [0, J) by the fixed tree. Each rank evaluates the
+ * leaves rd_split_range(J, size, rank). Errors of f are agreed when f may fail (it reads rows). */
+int probe_tree_allreduce(const rd_ctx *g, int64_t J, probe_leaf_fn f, probe_node_fn nf, void *arg, int may_fail,
+                         tree_ws *w, double *out, rd_status *st);
+
+/* n doubles starting on a cache line (zeroed with `zero`); free() them. */
+double *probe_alloc64(int64_t n, int zero);
+/* Collective. n doubles in a window shared by the group (held by its rank 0), or NULL (*win stays
+ * MPI_WIN_NULL) when it cannot be had. */
+double *probe_shared_doubles(const rd_ctx *g, int64_t n, MPI_Win *win);
+/* Collective: what each rank wrote into the window before is visible to all after. */
+void probe_shared_sync(const rd_ctx *g, MPI_Win win);
+/* Frees p: the shared window (collective) or the heap block. */
+void probe_shared_free(double *p, MPI_Win *win);
+
+/* ---- training (probe_predict.c, probe_train.c, probe_lbfgs.c, probe_units.c) ----------------- */
+
 /* Results of one grid entry of one (model, task) and seed. */
 typedef struct grid_result {
   double *W;             /* [K, d] */
@@ -125,11 +234,50 @@ typedef struct grid_result {
   int64_t near_val, near_test;  /* predictions within RD_PROBE_NEAR_TIE of a tie */
 } grid_result;
 
+/* Collective over the group: predictions of every head for rows idx (gathered on group rank 0
+ * into pred[n * L]), and per head the number of them that are near ties (near[l], summed over the
+ * group; every rank gets them). */
+int probe_predict(probe_run *R, const rd_ctx *g, feat_src *X, const int64_t *idx, int64_t n,
+                  const rd_probe_heads *h, int32_t *pred, int64_t *near, rd_status *st);
+
+/* One (model, task, seed) with heads lrs[0..L) on the group; group rank 0 fills res[l]. */
+int probe_train_mrmbench(probe_run *R, const rd_ctx *g, ptask *p, int64_t seed, const double *lrs, int L,
+                         grid_result *res, rd_progress *prog, int64_t *prog_done, rd_status *st);
+/* One (model, task) and l2 strength on the group; group rank 0 fills *res. */
+int probe_train_lbfgs(probe_run *R, const rd_ctx *g, ptask *p, double l2, grid_result *res, rd_status *st);
+
 /* res[(pt * n_seeds + s) * n_grid + g] on rank 0. Collective over the world. */
 int probe_train_all(probe_run *R, grid_result **res, rd_status *st);
 void probe_results_free(grid_result *res, int64_t n);
 
-/* ---- probe_kmeans.c --------------------------------------------------------------------------- */
+/* ---- selection and metrics (probe_select.c) -------------------------------------------------- */
+
+typedef struct test_metrics {
+  int64_t correct;
+  double accuracy, macro_f1, majority;
+  int64_t *confusion;  /* [C, C], rows = true class */
+} test_metrics;
+
+/* The grid entry with the most correct validation rows over all S seeds (ties to the first);
+ * val_mean[g] = its mean validation accuracy (correct rows of all seeds over S * n_val, so equal
+ * means are equal numbers). gr[s * NG + g]. */
+int probe_select(const ptask *p, const grid_result *gr, int S, int NG, double *val_mean);
+double probe_val_accuracy(const ptask *p, const int32_t *pred);
+/* Near ties that could change the report: validation ones of every grid entry and seed (they can
+ * move the selection), test ones of the selected entry over seeds. */
+void probe_near_ties(const grid_result *gr, int S, int NG, int sel, int64_t *val, int64_t *test);
+/* Test accuracy, macro F1, confusion matrix and the majority-class baseline of predictions. */
+void probe_test_metrics(const ptask *p, const int32_t *pred, test_metrics *m);
+cJSON *probe_metrics_json(const ptask *p, const test_metrics *m);
+/* Spread of the test accuracy over seeds: the mean as one division of the correct rows of all
+ * seeds, the sd over accs[S], and the 95 % t interval (has_ci = 0 with one seed). */
+void probe_accuracy_spread(const double *accs, int S, int64_t test_total, int64_t n_te, double *mean, double *sd,
+                           double ci[2], int *has_ci);
+/* Student-t quantile (two-sided 95 % uses p = 0.975). */
+double probe_t_quantile(double p, double df);
+
+/* ---- inference-time probing (probe_kmeans.c) ------------------------------------------------- */
+
 typedef struct infer_result {
   /* per model */
   int64_t n_cent;        /* centroids of all tasks */
@@ -150,7 +298,11 @@ int probe_kmeans_all(probe_run *R, infer_result *out, rd_status *st);
 int probe_maha_check(probe_run *R, rd_status *st);
 void probe_infer_free(infer_result *ir, int n);
 
-/* Student-t quantile (two-sided 95 % uses p = 0.975). */
-double probe_t_quantile(double p, double df);
+/* ---- the report (probe_report.c) ------------------------------------------------------------- */
+
+/* Rank 0: the report from the training results and the inference results, and the output
+ * datasets in `h5`. */
+int probe_report(const probe_run *R, grid_result *res, const infer_result *ir, hid_t h5, cJSON **out,
+                 rd_status *st);
 
 #endif

@@ -1,6 +1,6 @@
-/* Inference-time probing (SPEC §7 `kmeans`): centroids per class of each task from its
- * validation rows, and for each inference row the nearest centroid's task, its distance d_min and
- * whether it is kept (d_min <= tau).
+/* probe: inference-time probing (docs/reference.md, 'Inference-time probing (kmeans)'): centroids
+ * per class of each task from its validation rows, and for each inference row the nearest
+ * centroid's task, its distance d_min and whether it is kept (d_min <= tau).
  *
  * Every metric is Euclidean distance in a space T(x): euclidean T(x) = x; cosine T(x) = x / ‖x‖
  * (distance 1 − cos(x, c)); mahalanobis T(x) = L⁻¹x with Σ̂ = L Lᵀ a Ledoit–Wolf shrunk pooled
@@ -21,7 +21,7 @@ void dpotrf_(const char *uplo, const int *n, double *a, const int *lda, int *inf
 
 #define KM_BLOCK 256
 
-/* ---- T-space ---------------------------------------------------------------------------------- */
+/* ---- T-space --------------------------------------------------------------------------------- */
 
 typedef struct space {
   int distance;
@@ -66,7 +66,7 @@ static void dist_report(const space *sp, const double *Y, int64_t n, const doubl
   for (int64_t i = 0; i < n * c; i++) D[i] = sqrt(D[i]);
 }
 
-/* ---- k-means on one class --------------------------------------------------------------------- */
+/* ---- k-means on one class -------------------------------------------------------------------- */
 
 static void mean_rows(const double *Y, const int64_t *idx, int64_t n, int64_t d, double *out) {
   for (int64_t j = 0; j < d; j++) out[j] = 0.0;
@@ -77,48 +77,49 @@ static void mean_rows(const double *Y, const int64_t *idx, int64_t n, int64_t d,
   for (int64_t j = 0; j < d; j++) out[j] /= (double)n;
 }
 
-/* k centroids of the n T-space rows Y (n >= k >= 1): k-means++ from the stream (replicate rep),
- * then Lloyd iterations until the assignment stops changing or `iters`; an empty cluster takes the
- * row farthest from its centroid (ties to the lowest row). */
-static int kmeans_class(const space *sp, const double *Y, int64_t n, int64_t k, int64_t iters, const rd_stream *s,
-                        uint64_t rep, double *C, rd_status *st) {
+/* Scratch of k-means on one class of n rows and k centres. */
+typedef struct km_work {
+  double *D, *best;          /* [n, k] squared distances, [n] to the nearest centre */
+  int64_t *lab, *cnt, *members;
+  uint8_t *used;             /* rows already taken as a centre */
+} km_work;
+
+static void km_work_free(km_work *w) {
+  free(w->D);
+  free(w->best);
+  free(w->lab);
+  free(w->cnt);
+  free(w->members);
+  free(w->used);
+}
+
+static int km_work_alloc(km_work *w, int64_t n, int64_t k) {
+  w->D = malloc(sizeof(double) * (size_t)(n * k));
+  w->best = malloc(sizeof(double) * (size_t)n);
+  w->lab = malloc(sizeof(int64_t) * (size_t)n);
+  w->cnt = malloc(sizeof(int64_t) * (size_t)k);
+  w->members = malloc(sizeof(int64_t) * (size_t)n);
+  w->used = calloc((size_t)n, 1);
+  return w->D && w->best && w->lab && w->cnt && w->members && w->used ? 0 : -1;
+}
+
+/* k-means++: the first centre uniform (draw 0 of replicate rep), then ∝ D² (draw c). */
+static void kmeans_seed(const space *sp, const double *Y, int64_t n, int64_t k, const rd_stream *s, uint64_t rep,
+                        double *C, km_work *w) {
   int64_t d = sp->d;
-  int64_t *all = malloc(sizeof(int64_t) * (size_t)n);
-  if (!all) return rd_fail(st, RD_EFAIL, "out of memory in k-means");
-  for (int64_t i = 0; i < n; i++) all[i] = i;
-  if (k == 1) {
-    mean_rows(Y, all, n, d, C);
-    free(all);
-    return RD_OK;
-  }
-  double *D = malloc(sizeof(double) * (size_t)(n * k)), *best = malloc(sizeof(double) * (size_t)n);
-  int64_t *lab = malloc(sizeof(int64_t) * (size_t)n), *cnt = malloc(sizeof(int64_t) * (size_t)k);
-  int64_t *members = malloc(sizeof(int64_t) * (size_t)n);
-  uint8_t *used = calloc((size_t)n, 1);
-  if (!D || !best || !lab || !cnt || !members || !used) {
-    free(all);
-    free(D);
-    free(best);
-    free(lab);
-    free(cnt);
-    free(members);
-    free(used);
-    return rd_fail(st, RD_EFAIL, "out of memory in k-means");
-  }
-  /* k-means++: first centre uniform (draw 0), then ∝ D² (draw c) */
   int64_t first = (int64_t)rd_rng_below(s, rep, 0, (uint64_t)n);
   memcpy(C, Y + first * d, sizeof(double) * (size_t)d);
-  used[first] = 1;
-  dist_sq(sp, Y, n, C, 1, best);
+  w->used[first] = 1;
+  dist_sq(sp, Y, n, C, 1, w->best);
   for (int64_t c = 1; c < k; c++) {
     double total = 0.0;
-    for (int64_t i = 0; i < n; i++) total += best[i];
+    for (int64_t i = 0; i < n; i++) total += w->best[i];
     int64_t pick = -1;
     if (total > 0.0 && isfinite(total)) {
       double u = rd_rng_uniform(s, rep, (uint64_t)c) * total, acc = 0.0;
       for (int64_t i = 0; i < n; i++) {
-        acc += best[i];
-        if (acc > u && best[i] > 0.0) {
+        acc += w->best[i];
+        if (acc > u && w->best[i] > 0.0) {
           pick = i;
           break;
         }
@@ -126,117 +127,134 @@ static int kmeans_class(const space *sp, const double *Y, int64_t n, int64_t k, 
     }
     if (pick < 0) /* every row coincides with a centre: the lowest unused row */
       for (int64_t i = 0; i < n && pick < 0; i++)
-        if (!used[i]) pick = i;
+        if (!w->used[i]) pick = i;
     if (pick < 0) pick = 0;
-    used[pick] = 1;
+    w->used[pick] = 1;
     memcpy(C + c * d, Y + pick * d, sizeof(double) * (size_t)d);
-    double *dc = D;
+    double *dc = w->D;
     dist_sq(sp, Y, n, C + c * d, 1, dc);
     for (int64_t i = 0; i < n; i++)
-      if (dc[i] < best[i]) best[i] = dc[i];
+      if (dc[i] < w->best[i]) w->best[i] = dc[i];
   }
-  for (int64_t i = 0; i < n; i++) lab[i] = -1;
+}
+
+/* Moves each centre to the mean of its rows; an empty cluster takes the unused row farthest from
+ * its centre (ties to the lowest row). */
+static void kmeans_update(const space *sp, const double *Y, int64_t n, int64_t k, double *C, km_work *w) {
+  int64_t d = sp->d;
+  memset(w->used, 0, (size_t)n);
+  for (int64_t c = 0; c < k; c++) {
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i++)
+      if (w->lab[i] == c) w->members[m++] = i;
+    w->cnt[c] = m;
+    if (m > 0) mean_rows(Y, w->members, m, d, C + c * d);
+  }
+  for (int64_t c = 0; c < k; c++) {
+    if (w->cnt[c] > 0) continue;
+    int64_t far = -1;
+    for (int64_t i = 0; i < n; i++)
+      if (!w->used[i] && (far < 0 || w->best[i] > w->best[far])) far = i;
+    if (far < 0) far = 0;
+    w->used[far] = 1;
+    memcpy(C + c * d, Y + far * d, sizeof(double) * (size_t)d);
+    w->best[far] = 0.0;
+  }
+}
+
+/* Lloyd iterations until the assignment stops changing or `iters`. */
+static void kmeans_lloyd(const space *sp, const double *Y, int64_t n, int64_t k, int64_t iters, double *C,
+                         km_work *w) {
+  for (int64_t i = 0; i < n; i++) w->lab[i] = -1;
   for (int64_t it = 0; it < iters; it++) {
-    dist_sq(sp, Y, n, C, k, D);
+    dist_sq(sp, Y, n, C, k, w->D);
     int changed = 0;
     for (int64_t i = 0; i < n; i++) {
       int64_t b = 0;
       for (int64_t c = 1; c < k; c++)
-        if (D[i * k + c] < D[i * k + b]) b = c;
-      best[i] = D[i * k + b];
-      if (lab[i] != b) changed = 1;
-      lab[i] = b;
+        if (w->D[i * k + c] < w->D[i * k + b]) b = c;
+      w->best[i] = w->D[i * k + b];
+      if (w->lab[i] != b) changed = 1;
+      w->lab[i] = b;
     }
     if (!changed) break;
-    memset(used, 0, (size_t)n);
-    for (int64_t c = 0; c < k; c++) {
-      int64_t m = 0;
-      for (int64_t i = 0; i < n; i++)
-        if (lab[i] == c) members[m++] = i;
-      cnt[c] = m;
-      if (m > 0) mean_rows(Y, members, m, d, C + c * d);
-    }
-    for (int64_t c = 0; c < k; c++) {
-      if (cnt[c] > 0) continue;
-      int64_t far = -1;
-      for (int64_t i = 0; i < n; i++)
-        if (!used[i] && (far < 0 || best[i] > best[far])) far = i;
-      if (far < 0) far = 0;
-      used[far] = 1;
-      memcpy(C + c * d, Y + far * d, sizeof(double) * (size_t)d);
-      best[far] = 0.0;
-    }
+    kmeans_update(sp, Y, n, k, C, w);
   }
-  free(all);
-  free(D);
-  free(best);
-  free(lab);
-  free(cnt);
-  free(members);
-  free(used);
-  return RD_OK;
 }
 
-/* ---- Mahalanobis: the shrunk pooled within-class covariance ------------------------------------ */
-
-/* Rank `owner`: L with Σ̂ = L Lᵀ, Σ̂ = (1 − s) S + s μ I, S = Σ_i (x_i − m_c(i))(x_i − m_c(i))ᵀ / n
- * over the validation rows of every task of model m (m_c = the row's class mean), μ = tr(S)/d, and
- * Ledoit–Wolf's s = min(β, δ)/δ with δ = ‖S − μI‖²_F / d and β = (Σ_i ‖x_i − m‖⁴ / n − ‖S‖²_F) / (d n). */
-static int maha_factor(probe_run *R, int m, double *L, double *shrink, rd_status *st) {
-  int64_t d = R->pt[m * R->o->n_tasks].X.d, n_all = 0;
-  double fourth = 0.0;
-  memset(L, 0, sizeof(double) * (size_t)(d * d));
-  float *buf = malloc(sizeof(float) * (size_t)(KM_BLOCK * d));
-  const float **ptr = malloc(sizeof(float *) * KM_BLOCK);
-  double *A = malloc(sizeof(double) * (size_t)(KM_BLOCK * d));
-  if (!buf || !ptr || !A) {
-    free(buf);
-    free(ptr);
-    free(A);
-    return rd_fail(st, RD_EFAIL, "out of memory for the covariance");
+/* k centroids of the n T-space rows Y (n >= k >= 1): the mean when k = 1, else k-means++ from the
+ * stream (replicate rep), then Lloyd iterations. */
+static int kmeans_class(const space *sp, const double *Y, int64_t n, int64_t k, int64_t iters, const rd_stream *s,
+                        uint64_t rep, double *C, rd_status *st) {
+  int64_t d = sp->d;
+  if (k == 1) {
+    int64_t *all = malloc(sizeof(int64_t) * (size_t)n);
+    if (!all) return rd_fail(st, RD_EFAIL, "out of memory in k-means");
+    for (int64_t i = 0; i < n; i++) all[i] = i;
+    mean_rows(Y, all, n, d, C);
+    free(all);
+    return RD_OK;
   }
-  for (int t = 0; t < R->o->n_tasks && st->code == RD_OK; t++) {
-    ptask *p = &R->pt[m * R->o->n_tasks + t];
-    double *means = calloc((size_t)(p->C * d), sizeof(double));
-    int64_t *cnt = calloc((size_t)p->C, sizeof(int64_t));
-    if (!means || !cnt) {
-      free(means);
-      free(cnt);
-      rd_fail(st, RD_EFAIL, "out of memory for the covariance");
-      break;
-    }
-    for (int pass = 0; pass < 2 && st->code == RD_OK; pass++) {
-      for (int64_t a = 0; a < p->n_va && st->code == RD_OK; a += KM_BLOCK) {
-        int64_t nb = p->n_va - a < KM_BLOCK ? p->n_va - a : KM_BLOCK;
-        if (feat_rows(R, &p->X, p->va + a, nb, buf, ptr, st) != RD_OK) break;
-        for (int64_t i = 0; i < nb; i++) {
-          int c = p->cls[p->va[a + i]];
-          double *mc = means + c * d;
-          if (pass == 0) {
-            for (int64_t j = 0; j < d; j++) mc[j] += (double)ptr[i][j];
-            cnt[c]++;
-          } else {
-            double *ai = A + i * d;
-            for (int64_t j = 0; j < d; j++) ai[j] = (double)ptr[i][j] - mc[j];
-            double q = rd_probe_sumsq(ai, d);
-            fourth += q * q;
-          }
-        }
-        if (pass == 1) cblas_dsyrk(CblasRowMajor, CblasLower, CblasTrans, (int)d, (int)nb, 1.0, A, (int)d, 1.0, L, (int)d);
-      }
-      if (pass == 0)
-        for (int c = 0; c < p->C; c++)
-          for (int64_t j = 0; j < d; j++) means[c * d + j] = cnt[c] ? means[c * d + j] / (double)cnt[c] : 0.0;
-    }
-    n_all += p->n_va;
+  km_work w;
+  int ok = km_work_alloc(&w, n, k) == 0;
+  if (ok) {
+    kmeans_seed(sp, Y, n, k, s, rep, C, &w);
+    kmeans_lloyd(sp, Y, n, k, iters, C, &w);
+  }
+  km_work_free(&w);
+  return ok ? RD_OK : rd_fail(st, RD_EFAIL, "out of memory in k-means");
+}
+
+/* ---- Mahalanobis: the shrunk pooled within-class covariance ---------------------------------- */
+
+/* Accumulates into the lower triangle of L [d, d] the scatter Σ_i (x_i − m_c(i))(x_i − m_c(i))ᵀ of
+ * task p's validation rows around their class means (first pass: the means; second: the scatter,
+ * in blocks, and Σ_i ‖x_i − m_c(i)‖⁴ into *fourth). A is KM_BLOCK rows of scratch. */
+static int maha_scatter(probe_run *R, ptask *p, double *L, double *fourth, float *buf, const float **ptr, double *A,
+                        rd_status *st) {
+  int64_t d = p->X.d;
+  double *means = calloc((size_t)(p->C * d), sizeof(double));
+  int64_t *cnt = calloc((size_t)p->C, sizeof(int64_t));
+  if (!means || !cnt) {
     free(means);
     free(cnt);
+    return rd_fail(st, RD_EFAIL, "out of memory for the covariance");
   }
-  free(buf);
-  free(ptr);
-  free(A);
-  if (st->code != RD_OK) return st->code;
-  double n = (double)n_all, tr = 0.0, fro = 0.0;
+  for (int pass = 0; pass < 2 && st->code == RD_OK; pass++) {
+    for (int64_t a = 0; a < p->n_va && st->code == RD_OK; a += KM_BLOCK) {
+      int64_t nb = p->n_va - a < KM_BLOCK ? p->n_va - a : KM_BLOCK;
+      if (feat_rows(R, &p->X, p->va + a, nb, buf, ptr, st) != RD_OK) break;
+      for (int64_t i = 0; i < nb; i++) {
+        int c = p->cls[p->va[a + i]];
+        double *mc = means + c * d;
+        if (pass == 0) {
+          for (int64_t j = 0; j < d; j++) mc[j] += (double)ptr[i][j];
+          cnt[c]++;
+        } else {
+          double *ai = A + i * d;
+          for (int64_t j = 0; j < d; j++) ai[j] = (double)ptr[i][j] - mc[j];
+          double q = rd_probe_sumsq(ai, d);
+          *fourth += q * q;
+        }
+      }
+      if (pass == 1)
+        cblas_dsyrk(CblasRowMajor, CblasLower, CblasTrans, (int)d, (int)nb, 1.0, A, (int)d, 1.0, L, (int)d);
+    }
+    if (pass == 0)
+      for (int c = 0; c < p->C; c++)
+        for (int64_t j = 0; j < d; j++) means[c * d + j] = cnt[c] ? means[c * d + j] / (double)cnt[c] : 0.0;
+  }
+  free(means);
+  free(cnt);
+  return st->code;
+}
+
+/* From the scatter of n rows in L: Σ̂ = (1 − s) S + s μ I with S = scatter / n, μ = tr(S)/d and
+ * Ledoit–Wolf's s = min(β, δ)/δ, δ = ‖S − μI‖²_F / d, β = (fourth / n − ‖S‖²_F) / (d n); then its
+ * Cholesky factor in L (lower, the upper part zeroed). */
+static int maha_shrink_factor(probe_run *R, int m, int64_t d, double n, double fourth, double *L, double *shrink,
+                              rd_status *st) {
+  double tr = 0.0, fro = 0.0;
   for (int64_t j = 0; j < d; j++)
     for (int64_t k = 0; k <= j; k++) {
       double v = L[j * d + k] / n;
@@ -270,7 +288,34 @@ static int maha_factor(probe_run *R, int m, double *L, double *shrink, rd_status
   return RD_OK;
 }
 
-/* ---- tasks: centroids of one class of one (model, task) ------------------------------------------------ */
+/* Rank `owner`: L with Σ̂ = L Lᵀ, the shrunk pooled within-class covariance of the validation rows
+ * of every task of model m (m_c = the row's class mean; see maha_shrink_factor). */
+static int maha_factor(probe_run *R, int m, double *L, double *shrink, rd_status *st) {
+  int64_t d = R->pt[m * R->o->n_tasks].X.d, n_all = 0;
+  double fourth = 0.0;
+  memset(L, 0, sizeof(double) * (size_t)(d * d));
+  float *buf = malloc(sizeof(float) * (size_t)(KM_BLOCK * d));
+  const float **ptr = malloc(sizeof(float *) * KM_BLOCK);
+  double *A = malloc(sizeof(double) * (size_t)(KM_BLOCK * d));
+  if (!buf || !ptr || !A) {
+    free(buf);
+    free(ptr);
+    free(A);
+    return rd_fail(st, RD_EFAIL, "out of memory for the covariance");
+  }
+  for (int t = 0; t < R->o->n_tasks && st->code == RD_OK; t++) {
+    ptask *p = &R->pt[m * R->o->n_tasks + t];
+    if (maha_scatter(R, p, L, &fourth, buf, ptr, A, st) != RD_OK) break;
+    n_all += p->n_va;
+  }
+  free(buf);
+  free(ptr);
+  free(A);
+  if (st->code != RD_OK) return st->code;
+  return maha_shrink_factor(R, m, d, (double)n_all, fourth, L, shrink, st);
+}
+
+/* ---- tasks: centroids of one class of one (model, task) -------------------------------------- */
 
 typedef struct km_arg {
   probe_run *R;
@@ -378,7 +423,7 @@ static int km_task(int64_t k, void *argp, double **out, int64_t *n_out, rd_statu
   return RD_OK;
 }
 
-/* ---- nearest centroids of rows --------------------------------------------------------------------------- */
+/* ---- nearest centroids of rows --------------------------------------------------------------- */
 
 /* For rows idx of X (global order), the nearest centroid (first minimum) and its reported distance;
  * rows split over ranks in fixed blocks, gathered on rank 0. */
@@ -393,7 +438,8 @@ static int nearest_rows(probe_run *R, const space *sp, feat_src *X, const int64_
   float *buf = malloc(sizeof(float) * (size_t)(KM_BLOCK * d));
   const float **ptr = malloc(sizeof(float *) * KM_BLOCK);
   int64_t *ix = malloc(sizeof(int64_t) * KM_BLOCK);
-  double *Y = malloc(sizeof(double) * (size_t)(KM_BLOCK * d)), *D = malloc(sizeof(double) * (size_t)(KM_BLOCK * (nc + 1)));
+  double *Y = malloc(sizeof(double) * (size_t)(KM_BLOCK * d));
+  double *D = malloc(sizeof(double) * (size_t)(KM_BLOCK * (nc + 1)));
   if (!my_near || !my_d || !buf || !ptr || !ix || !Y || !D) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
   for (int64_t a = lo; a < hi && st->code == RD_OK; a += KM_BLOCK) {
     int64_t m = hi - a < KM_BLOCK ? hi - a : KM_BLOCK;
@@ -428,7 +474,7 @@ static int nearest_rows(probe_run *R, const space *sp, feat_src *X, const int64_
   return st->code;
 }
 
-/* ---- the whole pass --------------------------------------------------------------------------------------------- */
+/* ---- the whole pass -------------------------------------------------------------------------- */
 
 void probe_infer_free(infer_result *ir, int n) {
   for (int m = 0; ir && m < n; m++) {
@@ -457,6 +503,153 @@ int probe_maha_check(probe_run *R, rd_status *st) {
   return st->code;
 }
 
+/* Collective: each model's Mahalanobis factor, computed by rank m mod size and broadcast. */
+static int kmeans_factors(probe_run *R, space *spaces, double **Ls, infer_result *out, rd_status *st) {
+  const rd_ctx *ctx = R->ctx;
+  for (int m = 0; m < R->n_models; m++) {
+    int64_t d = spaces[m].d;
+    int owner = m % ctx->size;
+    Ls[m] = rd_malloc_big(sizeof(double) * (size_t)(d * d), st, "covariance factor");
+    if (!Ls[m]) rd_abort(ctx, __FILE__, __LINE__, "out of memory for the covariance factor");
+    double shrink = NAN;
+    if (ctx->rank == owner) maha_factor(R, m, Ls[m], &shrink, st);
+    if (rd_agree(ctx, st) != RD_OK) return st->code;
+    rd_bcast_bytes(ctx, Ls[m], sizeof(double) * (size_t)(d * d), owner);
+    RD_MPI_CHECK(ctx, MPI_Bcast(&shrink, 1, MPI_DOUBLE, owner, ctx->comm));
+    out[m].shrinkage = shrink;
+    spaces[m].L = Ls[m];
+  }
+  return RD_OK;
+}
+
+/* Collective: model m's centroids in (task, class) order, assembled on rank 0 from the classes'
+ * results res[k] (unit k = class ucl[k] of (model, task) upt[k]) and broadcast. */
+static void kmeans_assemble(probe_run *R, int m, int64_t d, int64_t nu, const int64_t *upt, const int64_t *ucl,
+                            double **res, infer_result *ir) {
+  const rd_ctx *ctx = R->ctx;
+  long long nc = 0;
+  if (ctx->rank == 0)
+    for (int64_t k = 0; k < nu; k++)
+      if (R->pt[upt[k]].m == m) nc += (long long)res[k][0];
+  RD_MPI_CHECK(ctx, MPI_Bcast(&nc, 1, MPI_LONG_LONG, 0, ctx->comm));
+  ir->n_cent = nc;
+  ir->cent = malloc(sizeof(double) * (size_t)(nc * d + 1));
+  ir->cent_task = malloc(sizeof(int32_t) * (size_t)(nc + 1));
+  ir->cent_class = malloc(sizeof(int32_t) * (size_t)(nc + 1));
+  if (!ir->cent || !ir->cent_task || !ir->cent_class) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+  if (ctx->rank == 0) {
+    int64_t j = 0;
+    for (int64_t k = 0; k < nu; k++) {
+      if (R->pt[upt[k]].m != m) continue;
+      for (int64_t q = 0; q < (int64_t)res[k][0]; q++, j++) {
+        ir->cent_task[j] = R->pt[upt[k]].t;
+        ir->cent_class[j] = (int32_t)ucl[k];
+        memcpy(ir->cent + j * d, res[k] + 1 + q * d, sizeof(double) * (size_t)d);
+      }
+    }
+  }
+  rd_bcast_bytes(ctx, ir->cent, sizeof(double) * (size_t)(nc * d), 0);
+  rd_bcast_bytes(ctx, ir->cent_task, sizeof(int32_t) * (size_t)nc, 0);
+  rd_bcast_bytes(ctx, ir->cent_class, sizeof(int32_t) * (size_t)nc, 0);
+}
+
+/* Collective: the centroids per class of each (model, task), one rank per class, then every
+ * model's centroids on every rank. */
+static int kmeans_centroids(probe_run *R, space *spaces, infer_result *out, rd_status *st) {
+  const rd_ctx *ctx = R->ctx;
+  int64_t nu = 0;
+  for (int i = 0; i < R->n_pt; i++) nu += R->pt[i].C;
+  double *cost = malloc(sizeof(double) * (size_t)nu);
+  int64_t *upt = malloc(sizeof(int64_t) * (size_t)nu), *ucl = malloc(sizeof(int64_t) * (size_t)nu);
+  if (!cost || !upt || !ucl) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+  int64_t u = 0;
+  for (int i = 0; i < R->n_pt; i++)
+    for (int c = 0; c < R->pt[i].C; c++, u++) {
+      int64_t n = 0;
+      for (int64_t r = 0; r < R->pt[i].n_va; r++) n += R->pt[i].cls[R->pt[i].va[r]] == c;
+      upt[u] = i;
+      ucl[u] = c;
+      cost[u] = (double)n * (double)R->pt[i].X.d * (double)(R->o->k_per_class > 1 ? R->o->k_per_class * 10 : 1);
+    }
+  double **res = NULL;
+  int64_t *lens = NULL;
+  km_arg arg = {.R = R, .spaces = spaces, .unit_pt = upt, .unit_class = ucl};
+  int rc = rd_run_tasks(ctx, nu, cost, km_task, &arg, &res, &lens, st);
+  free(cost);
+  if (rc == RD_OK) {
+    for (int m = 0; m < R->n_models; m++) kmeans_assemble(R, m, spaces[m].d, nu, upt, ucl, res, &out[m]);
+    rd_free_task_results(res, lens, nu);
+  }
+  free(upt);
+  free(ucl);
+  return rc;
+}
+
+/* Collective: tau as the quantile of the validation rows' d_min over every task of model m. */
+static int kmeans_tau(probe_run *R, int m, const space *sp, const double *cnorm, infer_result *ir, rd_status *st) {
+  const rd_ctx *ctx = R->ctx;
+  int T = R->o->n_tasks;
+  int64_t nv = 0, nc = ir->n_cent;
+  for (int t = 0; t < T; t++) nv += R->pt[m * T + t].n_va;
+  ir->n_val_rows = nv;
+  int32_t *vn = ctx->rank == 0 ? malloc(sizeof(int32_t) * (size_t)(nv + 1)) : NULL;
+  double *vd = ctx->rank == 0 ? malloc(sizeof(double) * (size_t)(nv + 1)) : NULL;
+  if (ctx->rank == 0 && (!vn || !vd)) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+  int64_t at = 0;
+  for (int t = 0; t < T && st->code == RD_OK; t++) {
+    ptask *p = &R->pt[m * T + t];
+    nearest_rows(R, sp, &p->X, p->va, p->n_va, ir->cent, cnorm, nc, vn ? vn + at : NULL, vd ? vd + at : NULL, st);
+    at += p->n_va;
+  }
+  if (ctx->rank == 0 && st->code == RD_OK) {
+    rd_sort_doubles(vd, (size_t)nv);
+    rd_quantiles_sorted(vd, (size_t)nv, &R->o->tau, 1, &ir->tau);
+  }
+  free(vn);
+  free(vd);
+  return st->code;
+}
+
+/* Collective: the nearest centroid of each inference row of model m (rank 0 keeps them), its task
+ * and class, d_min and whether it is kept. */
+static int kmeans_infer(probe_run *R, int m, const space *sp, const double *cnorm, infer_result *ir, rd_status *st) {
+  const rd_ctx *ctx = R->ctx;
+  feat_src *XI = &R->infer[m];
+  ir->n = XI->N;
+  if (XI->N == 0) return RD_OK;
+  int32_t *near = ctx->rank == 0 ? malloc(sizeof(int32_t) * (size_t)XI->N) : NULL;
+  double *dm = ctx->rank == 0 ? malloc(sizeof(double) * (size_t)XI->N) : NULL;
+  if (ctx->rank == 0 && (!near || !dm)) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+  if (nearest_rows(R, sp, XI, NULL, XI->N, ir->cent, cnorm, ir->n_cent, near, dm, st) == RD_OK && ctx->rank == 0) {
+    ir->nearest_task = malloc(sizeof(int32_t) * (size_t)XI->N);
+    ir->nearest_class = malloc(sizeof(int32_t) * (size_t)XI->N);
+    ir->kept = malloc((size_t)XI->N);
+    if (!ir->nearest_task || !ir->nearest_class || !ir->kept) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+    for (int64_t i = 0; i < XI->N; i++) {
+      ir->nearest_task[i] = ir->cent_task[near[i]];
+      ir->nearest_class[i] = ir->cent_class[near[i]];
+      ir->kept[i] = dm[i] <= ir->tau;
+    }
+    ir->d_min = dm;
+    dm = NULL;
+  }
+  free(near);
+  free(dm);
+  return st->code;
+}
+
+/* Collective: tau (fixed, or from the validation rows) and the inference rows of model m. */
+static int kmeans_model(probe_run *R, int m, const space *sp, infer_result *ir, rd_status *st) {
+  int64_t d = sp->d, nc = ir->n_cent;
+  double *cnorm = malloc(sizeof(double) * (size_t)(nc + 1));
+  if (!cnorm) rd_abort(R->ctx, __FILE__, __LINE__, "out of memory");
+  for (int64_t k = 0; k < nc; k++) cnorm[k] = sqrt(rd_probe_sumsq(ir->cent + k * d, d));
+  ir->tau = R->o->tau;
+  if (!R->o->tau_quantile || kmeans_tau(R, m, sp, cnorm, ir, st) == RD_OK) kmeans_infer(R, m, sp, cnorm, ir, st);
+  free(cnorm);
+  return st->code;
+}
+
 int probe_kmeans_all(probe_run *R, infer_result *out, rd_status *st) {
   const rd_ctx *ctx = R->ctx;
   const probe_opts *o = R->o;
@@ -469,199 +662,12 @@ int probe_kmeans_all(probe_run *R, infer_result *out, rd_status *st) {
     spaces[m].d = R->pt[m * T].X.d;
     out[m].shrinkage = NAN;
   }
-  /* Mahalanobis factors: model m on rank m mod size, then broadcast */
-  if (o->distance == DIST_MAHALANOBIS) {
-    for (int m = 0; m < M; m++) {
-      int64_t d = spaces[m].d;
-      int owner = m % ctx->size;
-      Ls[m] = rd_malloc_big(sizeof(double) * (size_t)(d * d), st, "covariance factor");
-      if (!Ls[m]) rd_abort(ctx, __FILE__, __LINE__, "out of memory for the covariance factor");
-      double shrink = NAN;
-      if (ctx->rank == owner) maha_factor(R, m, Ls[m], &shrink, st);
-      if (rd_agree(ctx, st) != RD_OK) goto done;
-      rd_bcast_bytes(ctx, Ls[m], sizeof(double) * (size_t)(d * d), owner);
-      RD_MPI_CHECK(ctx, MPI_Bcast(&shrink, 1, MPI_DOUBLE, owner, ctx->comm));
-      out[m].shrinkage = shrink;
-      spaces[m].L = Ls[m];
-    }
-  }
-  /* centroids per class of each (model, task), one rank per class */
-  {
-    int64_t nu = 0;
-    for (int i = 0; i < R->n_pt; i++) nu += R->pt[i].C;
-    double *cost = malloc(sizeof(double) * (size_t)nu);
-    int64_t *upt = malloc(sizeof(int64_t) * (size_t)nu), *ucl = malloc(sizeof(int64_t) * (size_t)nu);
-    if (!cost || !upt || !ucl) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
-    int64_t u = 0;
-    for (int i = 0; i < R->n_pt; i++)
-      for (int c = 0; c < R->pt[i].C; c++, u++) {
-        int64_t n = 0;
-        for (int64_t r = 0; r < R->pt[i].n_va; r++) n += R->pt[i].cls[R->pt[i].va[r]] == c;
-        upt[u] = i;
-        ucl[u] = c;
-        cost[u] = (double)n * (double)R->pt[i].X.d * (double)(o->k_per_class > 1 ? o->k_per_class * 10 : 1);
-      }
-    double **res = NULL;
-    int64_t *lens = NULL;
-    km_arg arg = {.R = R, .spaces = spaces, .unit_pt = upt, .unit_class = ucl};
-    int rc = rd_run_tasks(ctx, nu, cost, km_task, &arg, &res, &lens, st);
-    free(cost);
-    if (rc != RD_OK) {
-      free(upt);
-      free(ucl);
-      goto done;
-    }
-    /* rank 0 assembles each model's centroids (task, class order) and broadcasts them */
-    for (int m = 0; m < M; m++) {
-      int64_t d = spaces[m].d;
-      long long nc = 0;
-      if (ctx->rank == 0)
-        for (int64_t k = 0; k < nu; k++)
-          if (R->pt[upt[k]].m == m) nc += (long long)res[k][0];
-      RD_MPI_CHECK(ctx, MPI_Bcast(&nc, 1, MPI_LONG_LONG, 0, ctx->comm));
-      out[m].n_cent = nc;
-      out[m].cent = malloc(sizeof(double) * (size_t)(nc * d + 1));
-      out[m].cent_task = malloc(sizeof(int32_t) * (size_t)(nc + 1));
-      out[m].cent_class = malloc(sizeof(int32_t) * (size_t)(nc + 1));
-      if (!out[m].cent || !out[m].cent_task || !out[m].cent_class) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
-      if (ctx->rank == 0) {
-        int64_t j = 0;
-        for (int64_t k = 0; k < nu; k++) {
-          if (R->pt[upt[k]].m != m) continue;
-          for (int64_t q = 0; q < (int64_t)res[k][0]; q++, j++) {
-            out[m].cent_task[j] = R->pt[upt[k]].t;
-            out[m].cent_class[j] = (int32_t)ucl[k];
-            memcpy(out[m].cent + j * d, res[k] + 1 + q * d, sizeof(double) * (size_t)d);
-          }
-        }
-      }
-      rd_bcast_bytes(ctx, out[m].cent, sizeof(double) * (size_t)(nc * d), 0);
-      rd_bcast_bytes(ctx, out[m].cent_task, sizeof(int32_t) * (size_t)nc, 0);
-      rd_bcast_bytes(ctx, out[m].cent_class, sizeof(int32_t) * (size_t)nc, 0);
-    }
-    rd_free_task_results(res, lens, nu);
-    free(upt);
-    free(ucl);
-  }
-  /* tau from the validation rows' d_min, and the inference rows */
-  for (int m = 0; m < M; m++) {
-    infer_result *ir = &out[m];
-    int64_t d = spaces[m].d, nc = ir->n_cent;
-    double *cnorm = malloc(sizeof(double) * (size_t)(nc + 1));
-    if (!cnorm) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
-    for (int64_t k = 0; k < nc; k++) cnorm[k] = sqrt(rd_probe_sumsq(ir->cent + k * d, d));
-    ir->tau = o->tau;
-    if (o->tau_quantile) {
-      int64_t nv = 0;
-      for (int t = 0; t < T; t++) nv += R->pt[m * T + t].n_va;
-      ir->n_val_rows = nv;
-      int32_t *vn = ctx->rank == 0 ? malloc(sizeof(int32_t) * (size_t)(nv + 1)) : NULL;
-      double *vd = ctx->rank == 0 ? malloc(sizeof(double) * (size_t)(nv + 1)) : NULL;
-      if (ctx->rank == 0 && (!vn || !vd)) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
-      int64_t at = 0;
-      for (int t = 0; t < T && st->code == RD_OK; t++) {
-        ptask *p = &R->pt[m * T + t];
-        nearest_rows(R, &spaces[m], &p->X, p->va, p->n_va, ir->cent, cnorm, nc, vn ? vn + at : NULL,
-                     vd ? vd + at : NULL, st);
-        at += p->n_va;
-      }
-      if (ctx->rank == 0 && st->code == RD_OK) {
-        rd_sort_doubles(vd, (size_t)nv);
-        rd_quantiles_sorted(vd, (size_t)nv, &o->tau, 1, &ir->tau);
-      }
-      free(vn);
-      free(vd);
-      if (st->code != RD_OK) {
-        free(cnorm);
-        goto done;
-      }
-    }
-    feat_src *XI = &R->infer[m];
-    ir->n = XI->N;
-    if (XI->N > 0) {
-      int32_t *near = ctx->rank == 0 ? malloc(sizeof(int32_t) * (size_t)XI->N) : NULL;
-      double *dm = ctx->rank == 0 ? malloc(sizeof(double) * (size_t)XI->N) : NULL;
-      if (ctx->rank == 0 && (!near || !dm)) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
-      if (nearest_rows(R, &spaces[m], XI, NULL, XI->N, ir->cent, cnorm, nc, near, dm, st) == RD_OK && ctx->rank == 0) {
-        ir->nearest_task = malloc(sizeof(int32_t) * (size_t)XI->N);
-        ir->nearest_class = malloc(sizeof(int32_t) * (size_t)XI->N);
-        ir->kept = malloc((size_t)XI->N);
-        if (!ir->nearest_task || !ir->nearest_class || !ir->kept) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
-        for (int64_t i = 0; i < XI->N; i++) {
-          ir->nearest_task[i] = ir->cent_task[near[i]];
-          ir->nearest_class[i] = ir->cent_class[near[i]];
-          ir->kept[i] = dm[i] <= ir->tau;
-        }
-        ir->d_min = dm;
-        dm = NULL;
-      }
-      free(near);
-      free(dm);
-    }
-    free(cnorm);
-    if (st->code != RD_OK) goto done;
-  }
-done:
+  int rc = RD_OK;
+  if (o->distance == DIST_MAHALANOBIS) rc = kmeans_factors(R, spaces, Ls, out, st);
+  if (rc == RD_OK) rc = kmeans_centroids(R, spaces, out, st);
+  for (int m = 0; m < M && rc == RD_OK; m++) rc = kmeans_model(R, m, &spaces[m], &out[m], st);
   for (int m = 0; m < M; m++) free(Ls[m]);
   free(Ls);
   free(spaces);
   return st->code;
-}
-
-/* ---- Student t quantile ------------------------------------------------------------------------------------------- */
-
-/* Regularized incomplete beta I_x(a, b) by Lentz's continued fraction. */
-static double betacf(double a, double b, double x) {
-  const double tiny = 1e-300;
-  double qab = a + b, qap = a + 1.0, qam = a - 1.0, c = 1.0, d = 1.0 - qab * x / qap;
-  if (fabs(d) < tiny) d = tiny;
-  d = 1.0 / d;
-  double h = d;
-  for (int m = 1; m <= 1000; m++) {
-    double m2 = 2.0 * m, aa = m * (b - m) * x / ((qam + m2) * (a + m2));
-    d = 1.0 + aa * d;
-    if (fabs(d) < tiny) d = tiny;
-    c = 1.0 + aa / c;
-    if (fabs(c) < tiny) c = tiny;
-    d = 1.0 / d;
-    h *= d * c;
-    aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
-    d = 1.0 + aa * d;
-    if (fabs(d) < tiny) d = tiny;
-    c = 1.0 + aa / c;
-    if (fabs(c) < tiny) c = tiny;
-    d = 1.0 / d;
-    double del = d * c;
-    h *= del;
-    if (fabs(del - 1.0) < 1e-16) break;
-  }
-  return h;
-}
-
-static double ibeta(double a, double b, double x) {
-  if (x <= 0.0) return 0.0;
-  if (x >= 1.0) return 1.0;
-  double bt = exp(lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log1p(-x));
-  if (x < (a + 1.0) / (a + b + 2.0)) return bt * betacf(a, b, x) / a;
-  return 1.0 - bt * betacf(b, a, 1.0 - x) / b;
-}
-
-/* P(T <= t) for Student's t with df degrees of freedom. */
-static double t_cdf(double t, double df) {
-  double x = df / (df + t * t), tail = 0.5 * ibeta(0.5 * df, 0.5, x);
-  return t >= 0 ? 1.0 - tail : tail;
-}
-
-double probe_t_quantile(double p, double df) {
-  if (!(df > 0) || !(p > 0.0 && p < 1.0)) return NAN;
-  if (p < 0.5) return -probe_t_quantile(1.0 - p, df);
-  double lo = 0.0, hi = 1.0;
-  while (t_cdf(hi, df) < p) hi *= 2.0;
-  for (int i = 0; i < 200; i++) {
-    double mid = 0.5 * (lo + hi);
-    if (t_cdf(mid, df) < p) lo = mid;
-    else hi = mid;
-    if (hi - lo <= 1e-15 * hi) break;
-  }
-  return 0.5 * (lo + hi);
 }
