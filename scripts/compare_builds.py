@@ -294,6 +294,8 @@ def compare_text(a, b):
 
 
 TIME_RE = re.compile(r"done in [0-9.]+ s on [0-9]+ ranks?")
+# the whole-file progress appended to a job's closing line: " [3/17 jobs, 0.4 s, about 1 s left]"
+FILE_PROGRESS_RE = re.compile(r" \[[0-9]+/[0-9]+ jobs, [0-9.]+ s(, about [0-9]+ s left)?\]$")
 
 
 def normalize_stderr(text, replacements=()):
@@ -301,9 +303,10 @@ def normalize_stderr(text, replacements=()):
     rank count of a job's closing line are masked, run folders are replaced by placeholders."""
     for old, new in replacements:
         text = text.replace(old, new)
-    keep = [TIME_RE.sub("done in <T> s on <R> ranks", line) for line in text.splitlines()
+    keep = [FILE_PROGRESS_RE.sub("", TIME_RE.sub("done in <T> s on <R> ranks", line)) for line in text.splitlines()
             if not line.startswith(("[rmdiag] ", "[timing] "))]
-    return "\n".join(keep)
+    # jobs run on rank groups finish in any order: their lines are compared as a sorted list
+    return "\n".join(sorted(keep))
 
 
 # ---- results -----------------------------------------------------------------------------------------------
