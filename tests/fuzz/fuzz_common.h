@@ -54,6 +54,12 @@ void fz_clean(void);
  * `out_name` is given, the output exists exactly when the call succeeded, and after a failure the
  * folder holds the input files only (nothing half-written, no temporary left); no HDF5 object is
  * left open. `what` names the harness in the abort message. */
+/* A broken promise of the code under test, `id` naming it: abort(), unless `id` is a known open
+ * finding (the list in fuzz_common.c, each with its reproducer in tests/fuzz/crashes/) and
+ * RMDIAG_FUZZ_STRICT is not set: then it is counted and printed once, and fuzzing goes on to find
+ * other problems. */
+void fz_finding(const char *id, const char *what, const char *msg);
+
 void fz_check_status(const char *what, int rc, const rd_status *st);
 void fz_check_outputs(const char *what, const fz_input *in, const char *out_name, const rd_status *st);
 void fz_check_hdf5_closed(const char *what);

@@ -59,8 +59,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   free(norm);
   for (int day = 0; day < 2; day++) {
     int32_t m = 0;
+    /* a month the leakage input layout accepts: year 1000-9999, month 01-12 */
     if (rd_numleak_month(text, day, &m) == 1 && !(m >= 100001 && m <= 999912 && m % 100 >= 1 && m % 100 <= 12))
-      bad("rd_numleak_month", "an invalid month accepted");
+      fz_finding("numleak-month-year", "rd_numleak_month", "a month the leakage layout refuses was accepted");
   }
   free(text);
   entropy(data + 2, size - 2);
