@@ -78,8 +78,7 @@ done:
 const rd_kind rd_kind_benchmark = {
     .name = "benchmark",
     .default_group = "/bench",
-    .summary = "RewardBench v1 / v2 (or custom) scores of many reward models: subsets, sections, leaderboard, "
-               "bootstrap intervals and paired comparisons",
+    .summary = "RewardBench v1 / v2 (or custom scheme) scores of many reward models, with intervals and comparisons",
     .options = bench_options,
     .parse = bench_parse,
     .free_opts = bench_free_opts,

@@ -64,7 +64,8 @@ static int input_form(hid_t f, const char *group) {
 
 /* What the tables cannot say: non-empty names, the size limits, [I + 1] offsets, the credit count. */
 static int check_sizes(const char *file, const bench_layout *L, rd_status *st) {
-  if (L->M < 1) return rd_fail(st, RD_EINPUT, "%s: %s is empty; expected at least one model", file, L->model_names.path);
+  if (L->M < 1)
+    return rd_fail(st, RD_EINPUT, "%s: %s is empty; expected at least one model", file, L->model_names.path);
   if (L->S < 1)
     return rd_fail(st, RD_EINPUT, "%s: %s is empty; expected at least one subset", file, L->subset_names.path);
   if (L->M > 1000000 || L->S > 1000000)

@@ -222,8 +222,8 @@ static int parse_compare(const cJSON *cmp, void *field, void *opts, cJSON *eff, 
 /* Row order is the order of the effective options in the report. */
 const rd_option bench_options[] = {
     RD_OPTION_CUSTOM("scheme", bench_opts, scheme, parse_scheme,
-                     "\"rewardbench-v1\", \"rewardbench-v2\" or {\"sections\": {SECTION: {SUBSET: WEIGHT, ...}, ...}, "
-                     "\"item_rule\": \"strict\" | \"tie-credit\", \"ties_subset\": SUBSET}",
+                     "\"rewardbench-v1\", \"rewardbench-v2\" or {\"sections\": {SECTION: {SUBSET: WEIGHT}}, "
+                     "\"item_rule\", \"ties_subset\"}",
                      "\"rewardbench-v1\"", "how item credits, subsets and sections make the score"),
     RD_OPTION_BOOL("prior_sets", bench_opts, prior_sets, 0,
                    "add the old leaderboard's Prior Sets section (rewardbench-v1 only)"),

@@ -140,10 +140,9 @@ static int rows_read(const bench_plan *p, const rd_job *job, bench_rows *w, rd_s
                         &good[1], st);
   if (f >= 0) rd_h5_close(f);
   if (!w->scores || (d->has_given && !w->given)) return st->code;  /* memory, opening or mapping failed */
-  if (check_scores(p, job, w, good[0], st) != RD_OK) return st->code;
-  if (!w->given) return st->code;
-  if (check_given(p, job, w, good[1], st) != RD_OK) return st->code;
-  return st->code;  /* a row that could not be read, if any */
+  /* a bad value outranks a row that could not be read after it (the lower key wins) */
+  if (check_scores(p, job, w, good[0], st) == RD_OK && w->given) check_given(p, job, w, good[1], st);
+  return st->code;
 }
 
 /* Phases 1-2 (collective): rank 0 checks the layout, reads and checks the item tables and resolves

@@ -225,10 +225,12 @@ static void ties_composite(int64_t M, const double *sum, double *val) {
 
 /* ---- one evaluation ---------------------------------------------------------------------------- */
 
-void bench_evaluate(const bench_eval *E, const uint32_t *const *draws, double *val, double *acc, double *out) {
+/* Subset values val[s * M + m]: given accuracies, the Ties composite over the drawn prompts, or the
+ * mean credit over the drawn items (NaN for subsets not evaluated). */
+static void evaluate_subsets(const bench_eval *E, const uint32_t *const *draws, double *val, double *acc) {
   const bench_plan *p = E->p;
   const bench_dims *d = &p->d;
-  int64_t S = d->S, M = d->M, K = d->n_sec + 1;
+  int64_t S = d->S, M = d->M;
   for (int64_t s = 0; s < S; s++) {
     double *v = val + s * M;
     if (d->accuracy_mode) {
@@ -261,40 +263,49 @@ void bench_evaluate(const bench_eval *E, const uint32_t *const *draws, double *v
       for (int64_t m = 0; m < M; m++) v[m] = acc[m] / (double)n;
     }
   }
-  /* sections: sum of value × weight over the subsets present, in the scheme's order, divided by
-   * the sum of their weights; a section with none present is left out of the score */
-  if (!d->accuracy_mode) {
-    /* the subsets present are the same for every model: sums over contiguous model lanes */
-    double *num = acc, *ss = acc + M;
-    for (int64_t m = 0; m < M; m++) ss[m] = 0.0;
-    double sw = 0.0;
-    for (int64_t k = 0; k < d->n_sec; k++) {
-      double den = 0.0;
-      int any = 0;
-      for (int64_t m = 0; m < M; m++) num[m] = 0.0;
-      for (int64_t e = p->sec_first[k]; e < p->sec_first[k + 1]; e++) {
-        int32_t s = p->ent_subset[e];
-        if (s < 0) continue;
-        const double *v = val + s * M, w = p->ent_weight[e];
-        for (int64_t m = 0; m < M; m++) num[m] += v[m] * w;
-        den += w;
-        any = 1;
-      }
-      if (!any) {
-        for (int64_t m = 0; m < M; m++) out[m * K + k] = NAN;
-        continue;
-      }
-      double cw = p->sec_score_w[k];
-      for (int64_t m = 0; m < M; m++) {
-        double sec = num[m] / den;
-        out[m * K + k] = sec;
-        ss[m] += cw * sec;
-      }
-      sw += cw;
+}
+
+/* Sections and score from per-item credits: the subsets present are the same for every model, so
+ * the sums run over contiguous model lanes (scratch: 2 M doubles). */
+static void sections_items(const bench_eval *E, const double *val, double *scratch, double *out) {
+  const bench_plan *p = E->p;
+  const bench_dims *d = &p->d;
+  int64_t M = d->M, K = d->n_sec + 1;
+  double *num = scratch, *ss = scratch + M;
+  for (int64_t m = 0; m < M; m++) ss[m] = 0.0;
+  double sw = 0.0;
+  for (int64_t k = 0; k < d->n_sec; k++) {
+    double den = 0.0;
+    int any = 0;
+    for (int64_t m = 0; m < M; m++) num[m] = 0.0;
+    for (int64_t e = p->sec_first[k]; e < p->sec_first[k + 1]; e++) {
+      int32_t s = p->ent_subset[e];
+      if (s < 0) continue;
+      const double *v = val + s * M, w = p->ent_weight[e];
+      for (int64_t m = 0; m < M; m++) num[m] += v[m] * w;
+      den += w;
+      any = 1;
     }
-    for (int64_t m = 0; m < M; m++) out[m * K + d->n_sec] = sw > 0.0 ? ss[m] / sw : NAN;
-    return;
+    if (!any) {
+      for (int64_t m = 0; m < M; m++) out[m * K + k] = NAN;
+      continue;
+    }
+    double cw = p->sec_score_w[k];
+    for (int64_t m = 0; m < M; m++) {
+      double sec = num[m] / den;
+      out[m * K + k] = sec;
+      ss[m] += cw * sec;
+    }
+    sw += cw;
   }
+  for (int64_t m = 0; m < M; m++) out[m * K + d->n_sec] = sw > 0.0 ? ss[m] / sw : NAN;
+}
+
+/* Sections and score from given accuracies: each model over the subsets it has a value for. */
+static void sections_accuracies(const bench_eval *E, const double *val, double *out) {
+  const bench_plan *p = E->p;
+  const bench_dims *d = &p->d;
+  int64_t S = d->S, M = d->M, K = d->n_sec + 1;
   for (int64_t m = 0; m < M; m++) {
     double *o = out + m * K, ss = 0.0, sw = 0.0;
     for (int64_t k = 0; k < d->n_sec; k++) {
@@ -314,6 +325,14 @@ void bench_evaluate(const bench_eval *E, const uint32_t *const *draws, double *v
     }
     o[d->n_sec] = sw > 0.0 ? ss / sw : NAN;
   }
+}
+
+/* Sections: sum of value × weight over the subsets present, in the scheme's order, divided by the
+ * sum of their weights; a section with none present is left out of the score. */
+void bench_evaluate(const bench_eval *E, const uint32_t *const *draws, double *val, double *acc, double *out) {
+  evaluate_subsets(E, draws, val, acc);
+  if (E->p->d.accuracy_mode) sections_accuracies(E, val, out);
+  else sections_items(E, val, acc, out);
 }
 
 /* ---- bootstrap ---------------------------------------------------------------------------------- */
