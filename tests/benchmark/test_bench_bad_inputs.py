@@ -169,7 +169,32 @@ def scores_rows(a):
     a["sc"] = a["sc"][:4]
 
 
-case("scores_rows", ["/bench/scores has 4 rows, expected one per model (5"], scores_rows)
+case("scores_rows", ["/bench/scores has shape [4, 6000] but /bench/model_names has [5]",
+                     "expected the same number of models (M)"], scores_rows)
+
+
+def given_shape(a):
+    a["given"] = np.full((M, I - 1), np.nan)
+
+
+case("given_shape", ["/bench/given_credit has shape [5, 2999] but /bench/item_subset has [3000]",
+                     "expected the same number of items (I)"], given_shape)
+
+
+def offsets_short(a):
+    a["off"] = a["off"][:-1]
+
+
+case("offsets_short", ["/bench/item_offset has 3000 entries, expected I + 1 = 3001 (I = 3000 items in "
+                       "/bench/item_subset)"], offsets_short)
+
+
+def no_group(p):
+    with h5py.File(p, "w") as f:
+        f["other/model_names"] = np.array([b"a"])
+
+
+case("no_group", ["group /bench is missing", "see docs/reference.md, 'benchmark input layout'"], raw=no_group)
 
 
 def given_big(a):
@@ -211,6 +236,8 @@ v2_case("ties_bad_id", ['/bench/item_id[7] = "tie:1" (item 7, subset "Ties")', '
         ids[:7] + ["tie:1"] + ids[8:])
 v2_case("ties_dup_id", ['/bench/item_id[8] = "ref:0" repeats item 6 of subset "Ties"'], ids[:8] + ["ref:0"])
 v2_case("ties_no_ids", ["dataset /bench/item_id is missing", "Ties composite"], ids, with_ids=False)
+v2_case("ties_ids_short", ["/bench/item_id has shape [8] but /bench/item_subset has [9]",
+                           "expected the same number of items (I)"], ids[:8])
 
 # ---- job options -------------------------------------------------------------------------------
 case("opt_scheme", ['"scheme" must be "rewardbench-v1", "rewardbench-v2" or'], job_extra={"scheme": "rewardbench-v3"})
