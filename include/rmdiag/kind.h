@@ -41,6 +41,11 @@ typedef struct rd_kind {
   void (*estimate)(const rd_job *job, rd_job_cost *cost);
   /* Collective: computes the report. On rank 0 fills out->result and writes datasets to out->h5. */
   int (*run)(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd_run_out *out, rd_status *st);
+  /* The headline numbers of a report, summarized across the seeds of a sweep: paths into the
+   * result object, NULL-terminated. A segment is a key, "*" (every key of an object), or
+   * NAME[F1,F2] (every element of the array NAME, named by the values of its fields F1, F2);
+   * e.g. "cells[model,series,variant].r". NULL: every number of the result. */
+  const char *const *headlines;
 } rd_kind;
 
 const rd_kind *rd_kind_find(const char *name);

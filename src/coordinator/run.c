@@ -144,6 +144,9 @@ static void print_plan(FILE *fp, const rd_jobfile *jf, const job_plan *plans, co
     fprintf(fp, "%5d  %-32.32s %-10s %12.1f %10.3f %d\n", i + 1, jf->jobs[j].name, jf->jobs[j].kind->name,
             (double)plans[j].in.bytes / 1e6, plan->est[j], plans[j].cost.max_ranks);
   }
+  for (int s = 0; s < jf->n_sweeps; s++)
+    fprintf(fp, "sweep %s: %d jobs (%s.%s-0 ...), summarized in %s.summary.json\n", jf->sweeps[s].name,
+            jf->sweeps[s].n, jf->sweeps[s].name, jf->sweeps[s].keys[0], jf->sweeps[s].name);
   fprintf(fp, "(estimates from input sizes and options; nothing was computed)\n");
 }
 
@@ -151,6 +154,7 @@ int rd_cmd_run(rd_ctx *ctx, const char *jobpath, const rd_run_flags *fl, rd_stat
   rd_jobfile jf;
   memset(&jf, 0, sizeof jf);
   job_plan *plans = NULL;
+  sweep_plan *sweeps = NULL;
   rd_plan plan;
   memset(&plan, 0, sizeof plan);
   rd_ctx group;
@@ -163,6 +167,9 @@ int rd_cmd_run(rd_ctx *ctx, const char *jobpath, const rd_run_flags *fl, rd_stat
   if (!checks_only && select_backend(ctx, fl->backend, backend_info, sizeof backend_info, st) != RD_OK) goto done;
   if (checks_only) ctx->backend = &rd_backend_cpu;
   if (run_check_jobs(ctx, &jf, fl, plans, st) != RD_OK) goto done;
+  sweeps = calloc((size_t)(jf.n_sweeps ? jf.n_sweeps : 1), sizeof *sweeps);
+  if (!sweeps) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+  if (!fl->validate_only && run_sweeps_decide(ctx, &jf, fl, plans, sweeps, st) != RD_OK) goto done;
   if (make_plan(ctx, &jf, plans, fl, &plan, st) != RD_OK) goto done;
   if (fl->plan_only) {
     if (ctx->out) print_plan(ctx->out, &jf, plans, &plan);
@@ -180,12 +187,18 @@ int rd_cmd_run(rd_ctx *ctx, const char *jobpath, const rd_run_flags *fl, rd_stat
               jf.n_jobs == 1 ? "" : "s");
     goto done;
   }
-  if (plan.n_run > 0 && ctx->rank == 0) {
+  if ((plan.n_run > 0 || jf.n_sweeps > 0) && ctx->rank == 0) {
     made_dir = 1;  /* rd_mkdirs remembers the folders it creates (none when all exist) */
     rd_mkdirs(jf.output_dir, st);
   }
   if (rd_share_status(ctx, st, 0) != RD_OK) goto done;
   run_schedule(ctx, &jf, plans, &plan, backend_info, st);
+  if (jf.n_sweeps > 0) {
+    rd_status sst;
+    rd_status_init(&sst);
+    run_sweeps_summarize(ctx, &jf, plans, sweeps, &sst);
+    if (rd_share_status(ctx, &sst, 0) != RD_OK && st->code == RD_OK) *st = sst;
+  }
 done:
   /* a failed run leaves none of the folders it created (as far as they are empty); a finished one
    * keeps them */
@@ -194,6 +207,7 @@ done:
   run_groups_free(&group);
   if (ctx->backend && ctx->backend != &rd_backend_cpu) ctx->backend->fini();
   rd_plan_free(&plan);
+  sweep_plans_free(sweeps, jf.n_sweeps);
   job_plans_free(plans, jf.n_jobs);
   rd_jobfile_free(&jf);
   return st->code;

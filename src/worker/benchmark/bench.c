@@ -75,6 +75,10 @@ done:
   return st->code;
 }
 
+static const char *const bench_headlines[] = {
+    "models[model].score", "comparisons[a,b].diff", NULL,
+};
+
 const rd_kind rd_kind_benchmark = {
     .name = "benchmark",
     .default_group = "/bench",
@@ -85,4 +89,5 @@ const rd_kind rd_kind_benchmark = {
     .validate = bench_validate,
     .check = bench_check,
     .run = bench_run,
+    .headlines = bench_headlines,
 };

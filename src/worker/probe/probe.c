@@ -100,6 +100,10 @@ static int probe_run_job(const rd_ctx *ctx, const rd_job *job, const rd_jobfile 
   return st->code;
 }
 
+static const char *const probe_headlines[] = {
+    "tasks.*.accuracy_mean", "average", "models.*.tasks.*.accuracy_mean", "models.*.average", NULL,
+};
+
 const rd_kind rd_kind_probe = {
     .name = "probe",
     .default_group = "/probe",
@@ -110,4 +114,5 @@ const rd_kind rd_kind_probe = {
     .validate = probe_validate,
     .check = probe_check,
     .run = probe_run_job,
+    .headlines = probe_headlines,
 };
