@@ -41,8 +41,8 @@ static int unknown_option(const rd_args_spec *spec, const char *arg, rd_status *
   names[n] = NULL;
   const char *near = rd_options_suggest(NULL, names, arg);
   if (near)
-    return rd_fail(st, RD_EINPUT, "%s: unknown option \"%s\" (did you mean %s? see %s --help)", spec->command, arg, near,
-                   spec->command);
+    return rd_fail(st, RD_EINPUT, "%s: unknown option \"%s\" (did you mean %s? see %s --help)", spec->command, arg,
+                   near, spec->command);
   return rd_fail(st, RD_EINPUT, "%s: unknown option \"%s\" (see %s --help)", spec->command, arg, spec->command);
 }
 

@@ -112,7 +112,8 @@ static int grow_rows(csv_state *S) {
 static int grow_pairs(csv_state *S, int64_t p) {
   size_t cap = S->pcap;
   void *arrays[] = {&S->pair_user, &S->pair_line, &S->pair_cov};
-  const size_t elems[] = {sizeof *S->pair_user, sizeof *S->pair_line, sizeof *S->pair_cov * (size_t)(S->ncov ? S->ncov : 1)};
+  const size_t elems[] = {sizeof *S->pair_user, sizeof *S->pair_line,
+                          sizeof *S->pair_cov * (size_t)(S->ncov ? S->ncov : 1)};
   if (rd_vec_reserve_n(arrays, elems, 3, &cap, (size_t)p + 1) != 0) return -1;
   S->pcap = cap;
   return 0;

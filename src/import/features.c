@@ -71,8 +71,8 @@ static int same_model(const char *a, const char *b) { return (!a && !b) || (a &&
 /* An item after the ones already given: a valid task name, given once per model; one --infer per model. */
 static int check_item(const item *items, int n, const item *it, rd_status *st) {
   if (it->task && (!valid_name(it->task) || strcmp(it->task, "infer") == 0))
-    return rd_fail(st, RD_EINPUT, CMD ": task name \"%s\" must be letters, digits, '.', '_' or '-' (1 to 200 bytes, not "
-                   "starting with '.', not \"infer\")", it->task);
+    return rd_fail(st, RD_EINPUT, CMD ": task name \"%s\" must be letters, digits, '.', '_' or '-' (1 to 200 "
+                   "bytes, not starting with '.', not \"infer\")", it->task);
   for (int k = 0; k < n; k++) {
     if (!same_model(items[k].model, it->model)) continue;
     if (it->task && items[k].task && strcmp(items[k].task, it->task) == 0)
@@ -274,6 +274,7 @@ int rd_import_features(int argc, char **argv, const char *out_path, FILE *log, r
   for (int k = 0; k < n && rc == RD_OK; k++) rc = import_item(out.h, group, &items[k], &rows, log, st);
   rc = rd_h5_atomic_finish(&out, st);
   free(items);
-  if (rc == RD_OK && log) fprintf(log, "rmdiag import features: %lld rows in %d datasets -> %s\n", (long long)rows, n, out_path);
+  if (rc == RD_OK && log)
+    fprintf(log, "rmdiag import features: %lld rows in %d datasets -> %s\n", (long long)rows, n, out_path);
   return rc;
 }

@@ -49,8 +49,8 @@ static int add_row(labels *L, const char *file, const char *what, int64_t row, c
   int64_t v;
   uint8_t s;
   if (!parse_label(lab, &v))
-    return rd_fail(st, RD_EINPUT, "%s: %s %lld: label = \"%s\", expected an integer (empty, NA or null = missing)", file,
-                   what, (long long)row, lab);
+    return rd_fail(st, RD_EINPUT, "%s: %s %lld: label = \"%s\", expected an integer (empty, NA or null = missing)",
+                   file, what, (long long)row, lab);
   if (v > INT32_MAX)
     return rd_fail(st, RD_EINPUT, "%s: %s %lld: label %lld does not fit 32 bits", file, what, (long long)row,
                    (long long)v);
@@ -123,7 +123,8 @@ static int json_cell(const char *file, int64_t line, const char *key, const cJSO
                    rd_json_number_text(v->valuedouble),
                    is_label ? "an integer (null = missing)" : "0/train, 1/validation or 2/test");
   if (is_label && (!v || cJSON_IsNull(v))) snprintf(buf, n, "null");
-  else if (cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble) && fabs(v->valuedouble) < (is_label ? 9e15 : 1e9))
+  else if (cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble) &&
+           fabs(v->valuedouble) < (is_label ? 9e15 : 1e9))
     snprintf(buf, n, "%lld", (long long)v->valuedouble);
   else if (cJSON_IsString(v)) snprintf(buf, n, "%.60s", v->valuestring);
   else snprintf(buf, n, "%s", (v || is_label) ? "?" : "(missing)");
@@ -134,7 +135,8 @@ static int jsonl_row(cJSON *o, int64_t line, void *ctx, rd_status *st) {
   jsonl_labels *J = ctx;
   char lt[64], stx[64];
   int rc = json_cell(J->file, line, "label", cJSON_GetObjectItemCaseSensitive(o, "label"), lt, sizeof lt, st);
-  if (rc == RD_OK) rc = json_cell(J->file, line, "split", cJSON_GetObjectItemCaseSensitive(o, "split"), stx, sizeof stx, st);
+  if (rc == RD_OK)
+    rc = json_cell(J->file, line, "split", cJSON_GetObjectItemCaseSensitive(o, "split"), stx, sizeof stx, st);
   if (rc == RD_OK) rc = add_row(J->L, J->file, "line", line, lt, stx, st);
   cJSON_Delete(o);
   return rc;

@@ -212,7 +212,8 @@ static const int st_dsize[] = {1, 1, 1, 1, 1, 2, 2, 2, 2, 4, 4, 4, 8, 8, 8};
 /* One tensor's entry: a known dtype, a shape and data_offsets of non-negative integers that agree. */
 static int st_tensor(const char *p, const cJSON *root, const cJSON *c, st_entry *e, rd_status *st) {
   for (const cJSON *q = root->child; q != c; q = q->next)
-    if (strcmp(q->string, c->string) == 0) return rd_fail(st, RD_EINPUT, "%s: tensor \"%s\" appears twice", p, c->string);
+    if (strcmp(q->string, c->string) == 0)
+      return rd_fail(st, RD_EINPUT, "%s: tensor \"%s\" appears twice", p, c->string);
   const cJSON *dt = cJSON_GetObjectItemCaseSensitive(c, "dtype"), *sh = cJSON_GetObjectItemCaseSensitive(c, "shape");
   const cJSON *of = cJSON_GetObjectItemCaseSensitive(c, "data_offsets");
   if (!cJSON_IsString(dt) || !cJSON_IsArray(sh) || !cJSON_IsArray(of) || cJSON_GetArraySize(of) != 2)
@@ -276,7 +277,8 @@ static int st_pick(feat_file *F, const st_scan *sc, const char *tensor, uint64_t
   const char *p = F->path;
   if (!tensor && sc->k != 1)
     return rd_fail(st, RD_EINPUT, "%s: %d tensors (%s); name one with --tensor NAME", p, sc->k, sc->names);
-  if (!sc->pick) return rd_fail(st, RD_EINPUT, "%s: no tensor \"%s\" (tensors: %s)", p, tensor ? tensor : "", sc->names);
+  if (!sc->pick)
+    return rd_fail(st, RD_EINPUT, "%s: no tensor \"%s\" (tensors: %s)", p, tensor ? tensor : "", sc->names);
   const cJSON *pick = sc->pick;
   const char *dt = cJSON_GetObjectItemCaseSensitive(pick, "dtype")->valuestring;
   const cJSON *sh = cJSON_GetObjectItemCaseSensitive(pick, "shape");

@@ -149,8 +149,8 @@ static int truth_option(nl_opts *o, const char *v, rd_status *st) {
     *c2 = '\0';
     if (strcmp(c2 + 1, "yoy") == 0) t->yoy = 1;
     else if (strcmp(c2 + 1, "level") != 0)
-      return rd_fail(st, RD_EINPUT, CMD ": --truth \"%s\": transform \"%s\" is not level or yoy (12-month %% change)", v,
-                     c2 + 1);
+      return rd_fail(st, RD_EINPUT, CMD ": --truth \"%s\": transform \"%s\" is not level or yoy (12-month %% change)",
+                     v, c2 + 1);
   }
   if (!t->column[0]) t->column = NULL;
   return RD_OK;

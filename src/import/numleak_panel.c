@@ -251,8 +251,8 @@ static int name_field(nl_state *S, const panel_opts *p, int f, const jrow *r, na
   }
   const char *where = p->path[f] ? p->path[f] : "--set";
   if (!buf[0])
-    return rd_fail(S->st, RD_EINPUT, "%s: line %lld: %s (\"%s\") is empty, expected a name", p->file, (long long)r->line,
-                   fname, where);
+    return rd_fail(S->st, RD_EINPUT, "%s: line %lld: %s (\"%s\") is empty, expected a name", p->file,
+                   (long long)r->line, fname, where);
   const cJSON *v = p->setv[f] ? NULL : json_at(r->obj, p->path[f]);
   size_t full = p->setv[f] ? strlen(p->setv[f]) : cJSON_IsString(v) ? strlen(v->valuestring) : strlen(buf);
   if (full >= sizeof buf)
@@ -476,7 +476,8 @@ static int rank_row(nl_state *S, const panel_opts *p, const jrow *r, rows *dst, 
                      p->file, (long long)r->line, p->path[F_PICK], buf);
   } else {
     int pk = rd_numleak_parse_comparative(dst->reply[q], dst->month[q], dst->month_b[q]);
-    if (pk < -1) return rd_fail(S->st, RD_EINPUT, "%s: line %lld: reply is not valid UTF-8", p->file, (long long)r->line);
+    if (pk < -1)
+      return rd_fail(S->st, RD_EINPUT, "%s: line %lld: reply is not valid UTF-8", p->file, (long long)r->line);
     dst->pick[q] = (int8_t)pk;
   }
   c->parsed += dst->pick[q] >= 0;

@@ -193,7 +193,9 @@ static int read_french(const char *file, char **lines, int64_t nl, const char *c
                      "-999)", file, (long long)i + 1, column ? column : series, fields[col]);
     if (c > 0 && ts_push(out, m, v) != 0) return rd_fail(st, RD_EFAIL, "out of memory");
   }
-  if (!started) return rd_fail(st, RD_EINPUT, "%s: no monthly rows (YYYYMM,...) after the header line %lld", file, (long long)h + 1);
+  if (!started)
+    return rd_fail(st, RD_EINPUT, "%s: no monthly rows (YYYYMM,...) after the header line %lld", file,
+                   (long long)h + 1);
   return RD_OK;
 }
 

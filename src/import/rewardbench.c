@@ -60,7 +60,9 @@ const rd_args_spec rd_import_rewardbench2_args = {
     .synopsis = "FILE... [--group /bench] -o OUT.h5",
     .args = rb2_table,
     .notes = "Scores are stored as float64. Files of the same model are merged; models are aligned by\n"
-             "(subset, id) and must have the same items with the same numbers of completions.\n",
+             "(subset, id) and must have the same items with the same numbers of completions.\n"
+             "NaN, Infinity and -Infinity (as Python writes them) are read, and refused where a finite\n"
+             "number is needed.\n",
     .operand = "FILE",
     .max_operands = -1,
 };
@@ -263,9 +265,10 @@ static int set_mode(rb_state *S, int mode, int32_t file) {
     return RD_OK;
   }
   if (S->mode == mode) return RD_OK;
+  const char *kind = mode == RB_MODE_ITEMS ? "per-item" : "per-subset accuracy";
+  const char *first_kind = S->mode == RB_MODE_ITEMS ? "per-item" : "per-subset accuracy";
   return rd_fail(S->st, RD_EINPUT, "%s is a %s file but %s is a %s file; import per-item files and per-subset "
-                 "accuracy files separately", fname(S, file), mode == RB_MODE_ITEMS ? "per-item" : "per-subset accuracy",
-                 fname(S, S->mode_file), S->mode == RB_MODE_ITEMS ? "per-item" : "per-subset accuracy");
+                 "accuracy files separately", fname(S, file), kind, fname(S, S->mode_file), first_kind);
 }
 
 /* The model name when a file does not carry one: its base name without .json / .jsonl. */
@@ -360,7 +363,8 @@ static int parallel_arrays(rb_state *S, const cJSON *obj, int32_t file) {
                      cJSON_IsArray(c) ? "a list of another length" : type_name(c));
     col[k] = c->child;
   }
-  if (!col[0]) return rd_fail(S->st, RD_EINPUT, "%s: key \"id\" is missing (expected a list of item ids)", fname(S, file));
+  if (!col[0])
+    return rd_fail(S->st, RD_EINPUT, "%s: key \"id\" is missing (expected a list of item ids)", fname(S, file));
   if (S->v2 && (!col[2] || !col[3]))
     return rd_fail(S->st, RD_EINPUT, "%s: key \"%s\" is missing (expected a list with one entry per item)",
                    fname(S, file), col[2] ? "scores" : "num_correct");
@@ -423,7 +427,8 @@ static int rows_file(rb_state *S, const rd_jsonl_values *V, int32_t file) {
     if (cJSON_IsString(rec) && strcmp(rec->valuestring, "metadata") == 0) r0 = 1;
     rc = model_name(S, cJSON_GetObjectItemCaseSensitive(rows[0], "model"), file, name, sizeof name);
   }
-  if (rc == RD_OK && r0 >= nr) rc = rd_fail(S->st, RD_EINPUT, "%s: no item rows after the metadata row", fname(S, file));
+  if (rc == RD_OK && r0 >= nr)
+    rc = rd_fail(S->st, RD_EINPUT, "%s: no item rows after the metadata row", fname(S, file));
   if (rc == RD_OK) rc = set_mode(S, RB_MODE_ITEMS, file);
   rb_model *m = rc == RD_OK ? model_get(S, name, file) : NULL;
   if (rc == RD_OK && !m) rc = rd_fail(S->st, RD_EFAIL, "out of memory");

@@ -31,9 +31,10 @@ static int index_items(rb_state *S) {
       rb_item *it = &md->items[i];
       if (md->by_key[it->key] >= 0) {
         rb_item *pv = &md->items[md->by_key[it->key]];
-        return rd_fail(S->st, RD_EINPUT, "%s: item (%s) appears twice for model \"%s\" (first at %s); each (subset, id) "
-                       "must appear once per model", rb_where(S, it->file, it->pos, loc, sizeof loc),
-                       key_parts(S, it->key, kb, sizeof kb), md->name,
+        return rd_fail(S->st, RD_EINPUT,
+                       "%s: item (%s) appears twice for model \"%s\" (first at %s); each (subset, id) "
+                       "must appear once per model",
+                       rb_where(S, it->file, it->pos, loc, sizeof loc), key_parts(S, it->key, kb, sizeof kb), md->name,
                        rb_where(S, pv->file, pv->pos, loc2, sizeof loc2));
       }
       md->by_key[it->key] = i;
