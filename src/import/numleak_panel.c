@@ -534,7 +534,10 @@ static int panel_row(nl_state *S, const panel_opts *p, int32_t src, const jrow *
 int nl_import_panel(nl_state *S, int32_t src) {
   const panel_opts *p = &S->o.panels[src];
   rd_jsonl_values V;
-  RD_TRY(rd_jsonl_read_all(p->file, RD_JSONL_OBJECTS, &V, S->st));
+  if (rd_jsonl_read_all(p->file, RD_JSONL_OBJECTS, &V, S->st) != RD_OK) {
+    rd_jsonl_values_free(&V);
+    return S->st->code;
+  }
   panel_counts c = {.rows = (int64_t)V.n};
   jrow *jr = malloc(sizeof *jr * (V.n ? V.n : 1));
   uint8_t *keep = malloc(V.n ? V.n : 1);
