@@ -261,7 +261,7 @@ expect_fail("no truth mapping", ["import", "numleak", "--truth", f"Mkt-RF={ff}",
             panel("s.jsonl", [good, good, good.replace("Mkt-RF", "HML")]), "-o", out],
             ["s.jsonl: line 3: series \"HML\" has no truth mapping", "--no-truth HML"], out_file=out)
 expect_fail("malformed json", ["import", "numleak"] + T + ["--panel", panel("j.jsonl", [good, '{"model_name": "m",']),
-            "-o", out], ["j.jsonl: line 2: malformed JSON"], out_file=out)
+            "-o", out], ["j.jsonl: line 2, column 19: malformed JSON"], out_file=out)
 expect_fail("not an object", ["import", "numleak"] + T + ["--panel", panel("a.jsonl", [good, "[1, 2]"]), "-o", out],
             ["a.jsonl: line 2: a JSON list, expected one object per line"], out_file=out)
 expect_fail("inline truth disagrees", ["import", "numleak"] + T + ["--panel",
