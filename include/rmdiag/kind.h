@@ -5,6 +5,7 @@
 
 #include <cjson/cJSON.h>
 #include <hdf5.h>
+#include <stdio.h>
 
 #include "rmdiag/common/comm.h"
 #include "rmdiag/common/options.h"
@@ -46,6 +47,11 @@ typedef struct rd_kind {
    * NAME[F1,F2] (every element of the array NAME, named by the values of its fields F1, F2);
    * e.g. "cells[model,series,variant].r". NULL: every number of the result. */
   const char *const *headlines;
+  /* Optional, rank 0, for `rmdiag init KIND INPUT.h5`: adds to `job` (which holds name, kind, input
+   * and group) the options the input's layout suggests, read from the file `f` open serially
+   * (`file` names it in messages), and writes one line per choice on `note` ("rmdiag init: ...").
+   * The job must validate as written; init then checks that it does. */
+  int (*init)(hid_t f, const char *file, const char *group, cJSON *job, FILE *note, rd_status *st);
 } rd_kind;
 
 const rd_kind *rd_kind_find(const char *name);

@@ -7,6 +7,7 @@
 
 #include "rmdiag/common/comm.h"
 #include "rmdiag/import/formats.h"
+#include "rmdiag/init.h"
 #include "rmdiag/kind.h"
 #include "rmdiag/common/signals.h"
 #include "rmdiag/rmdiag.h"
@@ -69,6 +70,7 @@ static void print_help(FILE *fp) {
           "             [--ranks-per-job N|all|auto]\n"
           "  rmdiag validate JOB.json      check the job file and every input's layout and values; compute nothing\n"
           "  rmdiag import FORMAT [options] -o OUT.h5\n"
+          "  rmdiag init KIND INPUT.h5 [-o JOB.json]   a job file filled from the input's layout (it validates)\n"
           "  rmdiag help [KIND | FORMAT]   every option of a report kind or an import format\n"
           "  rmdiag --version | --help     (COMMAND --help shows a command's usage)\n\n"
           "run options:\n",
@@ -88,6 +90,13 @@ static void print_help(FILE *fp) {
 
 /* `rmdiag help [TOPIC]`. */
 static int cmd_help(rd_ctx *ctx, int argc, char **argv, rd_status *st) {
+  if (argc == 3 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0)) {
+    if (ctx->out)
+      fprintf(ctx->out, "usage: rmdiag help [KIND | FORMAT]\nWithout a topic: the commands, kinds and import formats. "
+              "With a report kind: every key a job of\nthe kind may carry (type, default, range, help). With an "
+              "import format: its usage and options.\n");
+    return RD_OK;
+  }
   if (argc > 3) return rd_fail(st, RD_EINPUT, "rmdiag help takes at most one topic (a kind or an import format)");
   if (argc < 3) {
     if (ctx->out) print_help(ctx->out);
@@ -297,8 +306,11 @@ int rmdiag_main(int argc, char **argv, MPI_Comm comm, FILE *out, FILE *err) {
     cmd_run(&ctx, argc, argv, 1, &st);
   } else if (strcmp(cmd, "import") == 0) {
     cmd_import(&ctx, argc, argv, &st);
+  } else if (strcmp(cmd, "init") == 0) {
+    rd_cmd_init(&ctx, argc, argv, &st);
   } else {
-    rd_fail(&st, RD_EINPUT, "unknown command \"%s\" (expected run, validate, import, help, --version or --help)", cmd);
+    rd_fail(&st, RD_EINPUT, "unknown command \"%s\" (expected run, validate, import, init, help, --version or --help)",
+            cmd);
   }
   if (st.code != RD_OK && ctx.err) fprintf(ctx.err, "rmdiag: error: %s\n", st.msg);
   if (ctx.out) fflush(ctx.out);

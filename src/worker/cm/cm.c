@@ -34,6 +34,8 @@ static const char *const cm_headlines[] = {
     "user_macro.cm", "strata[covariate,bin].cm", NULL,
 };
 
+int cm_init(hid_t f, const char *file, const char *group, cJSON *job, FILE *note, rd_status *st);  /* cm_init.c */
+
 const rd_kind rd_kind_cm = {
     .name = "cm",
     .default_group = "/cm",
@@ -45,4 +47,5 @@ const rd_kind rd_kind_cm = {
     .check = cm_check,
     .run = cm_run,
     .headlines = cm_headlines,
+    .init = cm_init,
 };

@@ -96,6 +96,8 @@ static const char *const leak_headlines[] = {
     "cells[model,series,variant].within", "cells[model,series,variant].sign", NULL,
 };
 
+int leak_init(hid_t f, const char *file, const char *group, cJSON *job, FILE *note, rd_status *st);  /* leak_init.c */
+
 const rd_kind rd_kind_leakage = {
     .name = "leakage",
     .default_group = "/leak",
@@ -108,4 +110,5 @@ const rd_kind rd_kind_leakage = {
     .check = leak_check,
     .run = leak_run,
     .headlines = leak_headlines,
+    .init = leak_init,
 };

@@ -104,6 +104,8 @@ static const char *const probe_headlines[] = {
     "tasks.*.accuracy_mean", "average", "models.*.tasks.*.accuracy_mean", "models.*.average", NULL,
 };
 
+int probe_init(hid_t f, const char *file, const char *group, cJSON *job, FILE *note, rd_status *st);  /* probe_init.c */
+
 const rd_kind rd_kind_probe = {
     .name = "probe",
     .default_group = "/probe",
@@ -115,4 +117,5 @@ const rd_kind rd_kind_probe = {
     .check = probe_check,
     .run = probe_run_job,
     .headlines = probe_headlines,
+    .init = probe_init,
 };
