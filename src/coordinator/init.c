@@ -1,6 +1,6 @@
 /* `rmdiag init KIND INPUT.h5 [-o JOB.json]`: a job file filled from the input's layout by the kind's
  * init hook, checked exactly as `rmdiag validate` checks it before it is written, so the file it
- * writes always validates (docs/reference.md, 'init'). */
+ * writes always validates (docs/reference.md, 'Commands', init). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>

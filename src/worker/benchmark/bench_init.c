@@ -1,4 +1,4 @@
-/* benchmark: what `rmdiag init benchmark INPUT.h5` writes into a job (docs/reference.md, 'init'): the
+/* benchmark: what `rmdiag init benchmark INPUT.h5` writes into a job (docs/reference.md, 'Commands', init): the
  * scheme the input's `source` attribute names (else the official scheme whose subsets the input has,
  * else a custom scheme of one section per subset), `allow_missing` when the input lacks subsets the
  * scheme scores, the bootstrap, and comparisons of every pair of models when there are few. */

@@ -1,4 +1,4 @@
-/* cm: what `rmdiag init cm INPUT.h5` writes into a job (docs/reference.md, 'init'): the bootstrap and
+/* cm: what `rmdiag init cm INPUT.h5` writes into a job (docs/reference.md, 'Commands', init): the bootstrap and
  * one strata entry per numeric covariate of the input, each an entry the user may keep or delete. */
 #include <math.h>
 #include <stdlib.h>

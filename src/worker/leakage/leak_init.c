@@ -1,4 +1,4 @@
-/* leakage: what `rmdiag init leakage INPUT.h5` writes into a job (docs/reference.md, 'init'): the
+/* leakage: what `rmdiag init leakage INPUT.h5` writes into a job (docs/reference.md, 'Commands', init): the
  * bootstrap, the factor-shuffle family from the series (every real series with truth rows and parsed
  * replies), and the residualisation's truth series when the input has a signal panel. */
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* probe: what `rmdiag init probe INPUT.h5` writes into a job (docs/reference.md, 'init'): the tasks
+/* probe: what `rmdiag init probe INPUT.h5` writes into a job (docs/reference.md, 'Commands', init): the tasks
  * from the task groups present (GROUP/TASK, or GROUP/RM/TASK for every reward-model group, which
  * become "models"), each with one class per raw label that has training rows. Tasks that could not
  * run as found (no test row, fewer than two labels) are left out with a note. */
