@@ -234,14 +234,16 @@ ln -s "$RMDIAG" "$W/modules/rmdiag/test/bin/rmdiag"
   echo '  [ "$1" = load ] || return 1'
   echo '  shift'
   echo '  for m in "$@"; do'
-  echo "    [ -d \"$W/modules/\$m\" ] || { echo \"Lmod has detected the following error: module \$m not found\" >&2; return 1; }"
+  echo "    [ -d \"$W/modules/\$m\" ] ||"
+  echo "      { echo \"Lmod has detected the following error: module \$m not found\" >&2; return 1; }"
   echo "    PATH=$W/modules/\$m/bin:\$PATH"
   echo '  done'
   echo '}'
 } > "$W/modules/init/bash"
 job find-module out-module 50
 RMDIAG= MODULESHOME=$W/modules RMDIAG_MODULES=rmdiag/test submit mod -- "$W/lone/rmdiag.sbatch" "$W/find-module.json"
-RMDIAG= MODULESHOME=$W/modules RMDIAG_MODULES="rmdiag/test hdf5/none" submit badmod -- "$W/lone/rmdiag.sbatch" "$W/slurm-cm.json"
+RMDIAG= MODULESHOME=$W/modules RMDIAG_MODULES="rmdiag/test hdf5/none" \
+  submit badmod -- "$W/lone/rmdiag.sbatch" "$W/slurm-cm.json"
 # 4. an MPI plugin srun lacks; a missing job file
 RMDIAG_MPI=pmi1 submit mpi -- "$SCRIPT" "$W/slurm-cm.json"
 submit nojob -- "$SCRIPT" "$W/no-such-job.json"
@@ -302,10 +304,12 @@ if [ $have_modules = 0 ]; then
 else
   echo "note: this machine has a module system; the no-module case is not tried"
 fi
-[ "$(rc_of mod)" = 0 ] && log_has mod "modules: rmdiag/test" && log_has mod "binary: $W/modules/rmdiag/test/bin/rmdiag" &&
+[ "$(rc_of mod)" = 0 ] && log_has mod "modules: rmdiag/test" &&
+  log_has mod "binary: $W/modules/rmdiag/test/bin/rmdiag" &&
   [ -f "$W/out-module/find-module.json" ] && ok "RMDIAG_MODULES loads a module that provides rmdiag" ||
   { fail "loading a module"; cat "$W/mod.out"; }
-[ "$(rc_of badmod)" = 2 ] && log_has badmod "module load rmdiag/test hdf5/none failed" && ! launched "$(id_of badmod)" &&
+[ "$(rc_of badmod)" = 2 ] && log_has badmod "module load rmdiag/test hdf5/none failed" &&
+  ! launched "$(id_of badmod)" &&
   ok "a module that does not load: exit 2 before srun" || { fail "a failing module load"; cat "$W/badmod.out"; }
 
 [ "$(rc_of mpi)" = 2 ] && log_has mpi "RMDIAG_MPI=pmi1 is not an MPI plugin of this cluster's srun (it has: pmix" &&
@@ -318,7 +322,8 @@ if ! log_has gpu "rmdiag run $W/gpu-cm.json --resume --backend cuda" || ! launch
   fail "GPUs requested: the launch does not ask for --backend cuda"; cat "$W/gpu.out"
 elif [ "$(rc_of gpu)" != 0 ]; then
   log_has gpu "rmdiag: error: --backend cuda" && [ ! -f "$W/out-gpu/gpu-cm.json" ] &&
-    ok "GPUs requested where CUDA does not start: the run fails loudly (exit $(rc_of gpu)): $(grep -o 'rmdiag: error: .*' "$W/gpu.out" | head -1)" ||
+    ok "GPUs requested where CUDA does not start: the run fails loudly (exit $(rc_of gpu)):" \
+       "$(grep -o 'rmdiag: error: .*' "$W/gpu.out" | head -1)" ||
     { fail "the failed GPU run says why"; cat "$W/gpu.out"; }
 else
   grep -q '"backend":[[:space:]]*"cuda' "$W/out-gpu/gpu-cm.json" && ok "GPUs requested: the run used CUDA" ||
@@ -327,7 +332,8 @@ fi
 [ "$(rc_of gpucpu)" = 0 ] && ! log_has gpucpu "--backend cuda" && [ -f "$W/out-gpucpu/gpucpu-cm.json" ] &&
   ok "an explicit --backend wins" || { fail "--backend cpu with GPUs"; cat "$W/gpucpu.out"; }
 
-[ "$(rc_of arr)" = 0 ] && [ -f "$W/sweep/out/a1.json" ] && [ -f "$W/sweep/out/a2.json" ] && [ -f "$W/sweep/out/a3.json" ] &&
+[ "$(rc_of arr)" = 0 ] && [ -f "$W/sweep/out/a1.json" ] && [ -f "$W/sweep/out/a2.json" ] &&
+  [ -f "$W/sweep/out/a3.json" ] &&
   grep -q "array task 2: sweep/a2.json" "$W"/arr-*_2.out && ok "--array=1-3 over @sweep.list ran the three job files" ||
   { fail "the job array (exit $(rc_of arr))"; cat "$W"/arr-*.out; }
 [ "$(rc_of noarray)" = 2 ] && log_has noarray "submit it as an array, e.g. sbatch --array=1-3" &&

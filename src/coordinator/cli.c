@@ -51,8 +51,8 @@ static void print_job_keys(FILE *fp, const rd_kind *k) {
   fprintf(fp, "  input\n      string; required\n      the input HDF5 file, relative to the job file's folder\n");
   fprintf(fp, "  group\n      string; default \"%s\"\n      the HDF5 group that holds the %s input layout\n",
           k->default_group, k->name);
-  fprintf(fp, "  seed\n      integer; default the file's \"seed\"; -(2^53-1)..2^53-1\n      this job's seed (its random "
-              "streams are keyed by the seed, the job's name and the purpose)\n");
+  fprintf(fp, "  seed\n      integer; default the file's \"seed\"; -(2^53-1)..2^53-1\n"
+              "      this job's seed (its random streams are keyed by the seed, the job's name and the purpose)\n");
   fprintf(fp, "  sweep\n      object {KEY: [VALUE, ...], ...}; default none\n      one job per combination of the "
               "values (named NAME.KEY-I...), summarized across seeds in NAME.summary.json\n");
 }

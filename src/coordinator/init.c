@@ -60,13 +60,20 @@ static int init_parse(int argc, char **argv, init_args *a, rd_status *st) {
   for (int i = 2; i < argc; i++) {
     const char *s = argv[i];
     size_t nl = strcspn(s, "=");
-    if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) a->help = 1;
-    else if (strcmp(s, "--force") == 0) a->force = 1;
-    else if (strcmp(s, "-o") == 0 || (nl == 8 && strncmp(s, "--output", 8) == 0)) RD_TRY(option_value(argc, argv, &i, &a->out, st));
-    else if (nl == 7 && strncmp(s, "--group", 7) == 0) RD_TRY(option_value(argc, argv, &i, &a->group, st));
-    else if (nl == 6 && strncmp(s, "--name", 6) == 0) RD_TRY(option_value(argc, argv, &i, &a->name, st));
-    else if (s[0] == '-' && s[1]) return rd_fail(st, RD_EINPUT, "rmdiag init: unknown option %s (see rmdiag init --help)", s);
-    else if (npos < 2) pos[npos++] = s;
+    if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0)
+      a->help = 1;
+    else if (strcmp(s, "--force") == 0)
+      a->force = 1;
+    else if (strcmp(s, "-o") == 0 || (nl == 8 && strncmp(s, "--output", 8) == 0))
+      RD_TRY(option_value(argc, argv, &i, &a->out, st));
+    else if (nl == 7 && strncmp(s, "--group", 7) == 0)
+      RD_TRY(option_value(argc, argv, &i, &a->group, st));
+    else if (nl == 6 && strncmp(s, "--name", 6) == 0)
+      RD_TRY(option_value(argc, argv, &i, &a->name, st));
+    else if (s[0] == '-' && s[1])
+      return rd_fail(st, RD_EINPUT, "rmdiag init: unknown option %s (see rmdiag init --help)", s);
+    else if (npos < 2)
+      pos[npos++] = s;
     else return rd_fail(st, RD_EINPUT, "rmdiag init: unexpected argument \"%s\" (expected KIND INPUT.h5)", s);
   }
   if (a->help) return RD_OK;
@@ -127,7 +134,8 @@ static int check_output(const init_args *a, const char *input_real, rd_status *s
   free(dir);
   if (!ok) return st->code;
   if (stat(a->out, &so) != 0) return RD_OK;
-  if (S_ISDIR(so.st_mode)) return rd_fail(st, RD_EINPUT, "rmdiag init: -o %s is a folder, expected a file path", a->out);
+  if (S_ISDIR(so.st_mode))
+    return rd_fail(st, RD_EINPUT, "rmdiag init: -o %s is a folder, expected a file path", a->out);
   char real[PATH_MAX];
   if (realpath(a->out, real) && strcmp(real, input_real) == 0)
     return rd_fail(st, RD_EINPUT, "rmdiag init: -o %s is the input file itself", a->out);

@@ -69,7 +69,8 @@ static void add_family(const init_series *s, cJSON *job, FILE *note) {
   for (int64_t i = 0; i < s->S; i++) {
     if (!s->real[i] || !s->truth[i] || !s->parsed[i]) continue;
     cJSON_AddItemToArray(fam, cJSON_CreateString(s->names + s->off[i]));
-    if (n < sizeof list - 80) n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", n ? ", " : "", s->names + s->off[i]);
+    if (n < sizeof list - 80)
+      n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", n ? ", " : "", s->names + s->off[i]);
   }
   int k = cJSON_GetArraySize(fam);
   if (k >= 2 && k <= LEAK_MAX_FAMILY) {

@@ -149,8 +149,11 @@ static cJSON *task_entry(hid_t f, const char *file, const char *const *mgroups, 
     if (m == 0) all = tl;
     else intersect(&all, &tl), free(tl.v);
   }
-  const char *why = !all.has_test ? "no test rows (split 2)" : !all.has_val ? "no validation rows and one training row"
-                    : all.n < 2 ? "fewer than 2 labels with training rows" : all.n > 100 ? "more than 100 labels" : NULL;
+  const char *why = !all.has_test ? "no test rows (split 2)"
+                    : !all.has_val  ? "no validation rows and one training row"
+                    : all.n < 2     ? "fewer than 2 labels with training rows"
+                    : all.n > 100   ? "more than 100 labels"
+                                    : NULL;
   if (why) {
     if (note) fprintf(note, "rmdiag init: task \"%s\" left out: %s%s\n", task, why,
                       all.n > 100 ? " (write its classes by hand, grouping labels)" : "");
