@@ -141,6 +141,10 @@ void rd_table_hide_last(rd_table *t) {
   if (t->n_cols > 0) t->cols[t->n_cols - 1].hidden = 1;
 }
 
+void rd_table_brief_last(rd_table *t) {
+  if (t->n_cols > 0) t->cols[t->n_cols - 1].brief = 1;
+}
+
 void rd_table_note(rd_table *t, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -344,4 +348,26 @@ cJSON *rd_view_hist2(const double *x, const double *y, int64_t n, int bins, doub
     }
   free(c);
   return a;
+}
+
+rd_table *rd_view_json_table(rd_view *v, const char *name, const char *title, const char *legend, const cJSON *list,
+                             const rd_jcol *cols) {
+  rd_table *t = rd_view_table(v, name, title, legend);
+  for (const rd_jcol *c = cols; c->key; c++) {
+    char key[128];
+    snprintf(key, sizeof key, "%s", c->key);
+    for (char *p = key; *p; p++)
+      if (*p == '.') *p = '_';
+    rd_table_col(t, key, c->label, c->type, c->digits, c->blank);
+    if (c->hidden) rd_table_hide_last(t);
+    if (c->brief) rd_table_brief_last(t);
+  }
+  for (const cJSON *e = cJSON_IsArray(list) ? list->child : NULL; e; e = e->next)
+    for (const rd_jcol *c = cols; c->key; c++) {
+      const cJSON *x = rd_jget(e, c->key);
+      if (c->type == RD_COL_TEXT) rd_table_jtext(t, x);
+      else if (c->type == RD_COL_INTERVAL) rd_table_jci(t, x, c->ci ? rd_jget(e, c->ci) : NULL);
+      else rd_table_jnum(t, x);
+    }
+  return t;
 }

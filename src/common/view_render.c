@@ -73,6 +73,22 @@ void rd_cell_format(const rd_col *c, const rd_cell *x, int latex, char *buf, siz
   }
 }
 
+/* Digits other than the columns' own (`rmdiag table --digits`); -1: the columns' own. */
+static int g_digits = -1;
+
+/* A cell as the display formats show it: the digit override, and in the text form a brief interval as its
+ * estimate alone. */
+static void display_cell(const rd_col *c, const rd_cell *x, int latex, int text_form, char *buf, size_t n) {
+  rd_col col = *c;
+  rd_cell cell = *x;
+  if (g_digits >= 0 && col.type != RD_COL_INT && col.type != RD_COL_TEXT) col.digits = g_digits;
+  if (text_form && col.brief && cell.kind == RD_CELL_INTERVAL) {
+    cell.lo = cell.hi = NAN;
+    if (!isfinite(cell.v)) cell.kind = RD_CELL_BLANK;
+  }
+  rd_cell_format(&col, &cell, latex, buf, n);
+}
+
 /* Display width in code points (UTF-8 continuation bytes do not count). */
 static int text_width(const char *s) {
   int w = 0;
@@ -109,7 +125,7 @@ static void print_text(FILE *fp, const rd_table *t, int summary, const char *rep
   for (int c = 0; c < nc; c++) w[c] = text_width(t->cols[c].label);
   for (int64_t r = 0; r < rows; r++)
     for (int c = 0; c < nc; c++) {
-      rd_cell_format(&t->cols[c], &t->cells[r * nc + c], 0, buf, sizeof buf);
+      display_cell(&t->cols[c], &t->cells[r * nc + c], 0, 1, buf, sizeof buf);
       int k = text_width(buf);
       if (k > w[c]) w[c] = k;
     }
@@ -120,7 +136,7 @@ static void print_text(FILE *fp, const rd_table *t, int summary, const char *rep
       if (t->cols[c].hidden) continue;
       const char *s = t->cols[c].label;
       if (r >= 0) {
-        rd_cell_format(&t->cols[c], &t->cells[(int64_t)r * nc + c], 0, buf, sizeof buf);
+        display_cell(&t->cols[c], &t->cells[(int64_t)r * nc + c], 0, 1, buf, sizeof buf);
         s = buf;
       }
       int pad = w[c] - text_width(s);
@@ -153,7 +169,7 @@ static void print_md(FILE *fp, const rd_table *t) {
     fputs("|", fp);
     for (int c = 0; c < nc; c++) {
       if (t->cols[c].hidden) continue;
-      rd_cell_format(&t->cols[c], &t->cells[r * nc + c], 0, buf, sizeof buf);
+      display_cell(&t->cols[c], &t->cells[r * nc + c], 0, 0, buf, sizeof buf);
       fputs(" ", fp);
       for (const char *p = buf; *p; p++) {
         if (*p == '|') fputc('\\', fp);
@@ -247,7 +263,7 @@ static void print_latex(FILE *fp, const rd_table *t) {
     first = 1;
     for (int c = 0; c < nc; c++) {
       if (t->cols[c].hidden) continue;
-      rd_cell_format(&t->cols[c], &t->cells[r * nc + c], 1, buf, sizeof buf);
+      display_cell(&t->cols[c], &t->cells[r * nc + c], 1, 0, buf, sizeof buf);
       fprintf(fp, "%s%s", first ? "" : " & ", buf);
       first = 0;
     }
@@ -256,7 +272,8 @@ static void print_latex(FILE *fp, const rd_table *t) {
   fputs("\\bottomrule\n\\end{tabular}\n", fp);
 }
 
-void rd_table_print(FILE *fp, const rd_table *t, rd_format fmt, int summary, const char *report) {
+void rd_table_print(FILE *fp, const rd_table *t, rd_format fmt, int summary, const char *report, int digits) {
+  g_digits = digits;
   switch (fmt) {
     case RD_FMT_TEXT: print_text(fp, t, summary, report); break;
     case RD_FMT_MD: print_md(fp, t); break;
@@ -264,6 +281,7 @@ void rd_table_print(FILE *fp, const rd_table *t, rd_format fmt, int summary, con
     case RD_FMT_TSV: print_sv(fp, t, 1); break;
     case RD_FMT_LATEX: print_latex(fp, t); break;
   }
+  g_digits = -1;
 }
 
 void rd_view_print_summary(FILE *fp, const rd_view *v, const char *report) {
@@ -271,7 +289,7 @@ void rd_view_print_summary(FILE *fp, const rd_view *v, const char *report) {
   if (v->heading) fprintf(fp, "%s\n", v->heading);
   for (int i = 0; i < v->n_tables; i++) {
     if (!v->tables[i]->in_summary) continue;
-    rd_table_print(fp, v->tables[i], RD_FMT_TEXT, 1, report);
+    rd_table_print(fp, v->tables[i], RD_FMT_TEXT, 1, report, -1);
   }
   if (v->n_warnings)
     fprintf(fp, "%d warning%s (on stderr and in the report's \"warnings\")\n", v->n_warnings,
@@ -281,4 +299,8 @@ void rd_view_print_summary(FILE *fp, const rd_view *v, const char *report) {
 void rd_view_print_warnings(FILE *fp, const rd_view *v, const char *job) {
   if (!fp) return;
   for (int i = 0; i < v->n_warnings; i++) fprintf(fp, "rmdiag: warning: %s: %s\n", job, v->warnings[i]);
+}
+
+void rd_table_display(const rd_table *t, int64_t row, int col, int latex, int text_form, char *buf, size_t n) {
+  display_cell(&t->cols[col], &t->cells[row * t->n_cols + col], latex, text_form, buf, n);
 }

@@ -32,6 +32,7 @@ typedef struct rd_col {
   rd_col_type type;
   int digits;
   int hidden;   /* only in CSV and TSV (every numeric field of an entity, for pandas) */
+  int brief;    /* an interval shown as its estimate alone in the text form (the stdout summary stays narrow) */
   char *blank;  /* why a cell of this column can be blank */
 } rd_col;
 
@@ -82,6 +83,8 @@ const rd_table *rd_view_find(const rd_view *v, const char *name);
 void rd_table_col(rd_table *t, const char *key, const char *label, rd_col_type type, int digits, const char *blank);
 /* The last column added is shown only in CSV / TSV. */
 void rd_table_hide_last(rd_table *t);
+/* The last column added (an interval) shows its estimate alone in the text form. */
+void rd_table_brief_last(rd_table *t);
 void rd_table_note(rd_table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Cells, appended row by row. */
 void rd_table_text(rd_table *t, const char *s);
@@ -105,8 +108,25 @@ void rd_cell_format(const rd_col *c, const rd_cell *x, int latex, char *buf, siz
 void rd_format_exact(double v, char *buf, size_t n);
 
 /* One table in a format. `summary`: the stdout form (at most summary_rows rows, then a line on where the rest
- * is). `report` names the report file for that line. */
-void rd_table_print(FILE *fp, const rd_table *t, rd_format fmt, int summary, const char *report);
+ * is). `report` names the report file for that line. `digits` >= 0 replaces the columns' decimals in the display
+ * formats (text, Markdown, LaTeX). */
+void rd_table_print(FILE *fp, const rd_table *t, rd_format fmt, int summary, const char *report, int digits);
+/* A table from a JSON list of objects, one row per object, one column per entry of `cols` (ended by a NULL
+ * key): `key` is a dotted path inside each object ("before.within"; its CSV name has "_" for "."), `ci` the path
+ * of the [lo, hi] pair of an interval column. */
+typedef struct rd_jcol {
+  const char *key, *label;
+  rd_col_type type;
+  int digits;
+  const char *ci;
+  const char *blank;
+  int hidden, brief;
+} rd_jcol;
+rd_table *rd_view_json_table(rd_view *v, const char *name, const char *title, const char *legend, const cJSON *list,
+                             const rd_jcol *cols);
+
+/* A cell as the display formats show it (`text_form`: brief intervals as their estimate). */
+void rd_table_display(const rd_table *t, int64_t row, int col, int latex, int text_form, char *buf, size_t n);
 /* What `run` prints after a job: the heading and the summary tables as text. */
 void rd_view_print_summary(FILE *fp, const rd_view *v, const char *report);
 /* Each warning as "rmdiag: warning: JOB: TEXT" (stderr). */
