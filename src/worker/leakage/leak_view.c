@@ -71,6 +71,7 @@ static const rd_jcol cell_cols[] = {
     {"n_sign", "n sign", RD_COL_INT, 0, NULL, NULL, 1, 0},
     {"slope", "slope", RD_COL_NUM, 4, NULL, NULL, 1, 0},
     {"intercept", "intercept", RD_COL_NUM, 4, NULL, NULL, 1, 0},
+    {"r_bootstrap_dropped", "r dropped", RD_COL_INT, 0, NULL, NULL, 1, 0},
     {"null_within", "null", RD_COL_NUM, 3, NULL, "no null (family needs 2+ series, null_permutations > 0)", 0, 0},
     {"selectivity", "select", RD_COL_NUM, 2, NULL,
      "null rate 0 (undefined, see warnings) or no null: selectivity = within / null", 0, 0},
@@ -178,7 +179,9 @@ static void leak_tables(rd_view *v, const cJSON *report, const cJSON *r) {
   rd_jcol seed_cols[sizeof cell_cols / sizeof cell_cols[0] + 1];
   int k = 0;
   for (const rd_jcol *c = cell_cols; c->key; c++) {
-    if (strncmp(c->key, "null", 4) == 0 || strncmp(c->key, "selectivity", 11) == 0 || strstr(c->key, "entropy")) continue;
+    if (strncmp(c->key, "null", 4) == 0 || strcmp(c->key, "selectivity") == 0 || strstr(c->key, "entropy") ||
+        strcmp(c->key, "r_bootstrap_dropped") == 0)
+      continue;
     seed_cols[k] = *c;
     if (k == 3) {  /* the seed after the cell's names */
       seed_cols[k + 1] = seed_cols[k];
