@@ -47,7 +47,7 @@ static const char *const page_style =
     "nav ul{padding-left:20px}table{border-collapse:collapse;margin:6px 0 4px;font-size:13px}"
     "th,td{padding:3px 8px;border-bottom:1px solid #e4e4e4;text-align:left;vertical-align:top}"
     "th{border-bottom:2px solid #999;background:#fafafa}td.num,th.num{text-align:right;"
-    "font-variant-numeric:tabular-nums}caption{text-align:left;font-weight:600;padding:4px 0}"
+    "font-variant-numeric:tabular-nums;white-space:nowrap}caption{text-align:left;font-weight:600;padding:4px 0}"
     ".legend{color:#555;font-size:12.5px;margin:2px 0 14px}.warnings{background:#fff7e0;border:1px solid #f0c36d;"
     "padding:6px 14px;border-radius:4px}.warnings li{margin:3px 0}.ok{color:#2a7a2a}"
     "figure{margin:14px 0 26px;padding:10px;border:1px solid #eee;border-radius:4px;overflow-x:auto}"

@@ -180,7 +180,8 @@ static void figure_heatmap(rd_view *v, const cJSON *r) {
     order++;
   }
   cJSON *spec = rd_json_sq(
-      "{'encoding': {'x': {'field': 'section', 'type': 'nominal', 'sort': {'field': 'k'}, 'title': null, "
+      "{'width': {'step': 84}, 'height': {'step': 26}, 'encoding': {'x': {'field': 'section', 'type': 'nominal', "
+      "'sort': {'field': 'k'}, 'title': null, "
       "'axis': {'labelAngle': -30}}, 'y': {'field': 'model', 'type': 'nominal', 'sort': {'field': 'rank'}, "
       "'title': null}}, 'layer': ["
       "{'mark': {'type': 'rect', 'tooltip': true}, 'encoding': {'color': {'field': 'score', 'type': 'quantitative', "
@@ -220,7 +221,8 @@ static void figure_matrix(rd_view *v, const cJSON *r) {
     }
   }
   cJSON *spec = rd_json_sq(
-      "{'encoding': {'x': {'field': 'b', 'type': 'nominal', 'title': 'model b', 'axis': {'labelAngle': -30}}, "
+      "{'width': {'step': 130}, 'height': {'step': 30}, 'encoding': {'x': {'field': 'b', 'type': 'nominal', "
+      "'title': 'model b', 'axis': {'labelAngle': -30}}, "
       "'y': {'field': 'a', 'type': 'nominal', 'title': 'model a'}}, 'layer': ["
       "{'mark': {'type': 'rect'}, 'encoding': {'color': {'field': 'diff', 'type': 'quantitative', "
       "'scale': {'scheme': 'redblue', 'domainMid': 0}, 'title': 'a - b'}, 'tooltip': [{'field': 'a'}, {'field': "

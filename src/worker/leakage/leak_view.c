@@ -280,6 +280,7 @@ static int figure_scatter(rd_view *v, const cJSON *r, double tol, const char *h5
         }
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "cell", labels[c2]);
+        rd_view_put(o, "k", (double)c2);
         rd_view_put(o, "truth", truth[i]);
         rd_view_put(o, "est", est[i]);
         rd_view_put(o, "lo", truth[i] - tol);
@@ -292,6 +293,7 @@ static int figure_scatter(rd_view *v, const cJSON *r, double tol, const char *h5
         double t = lo + w * (k % LEAK_SCATTER_BINS + 0.5), e = lo + w * (k / LEAK_SCATTER_BINS + 0.5);
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "cell", labels[c2]);
+        rd_view_put(o, "k", (double)c2);
         rd_view_put(o, "truth", t);
         rd_view_put(o, "est", e);
         rd_view_put(o, "lo", t - tol);
@@ -302,7 +304,8 @@ static int figure_scatter(rd_view *v, const cJSON *r, double tol, const char *h5
       free(cnt);
     }
     cJSON *spec = rd_json_sq(
-        "{'facet': {'field': 'cell', 'type': 'nominal', 'sort': null, 'title': null}, 'columns': 3,"
+        "{'facet': {'field': 'cell', 'type': 'nominal', 'sort': {'field': 'k', 'op': 'min'}, 'title': null}, "
+        "'columns': 3,"
         "'resolve': {'scale': {'x': 'independent', 'y': 'independent'}},"
         "'spec': {'width': 200, 'height': 200, 'layer': ["
         "{'mark': {'type': 'area', 'opacity': 0.18, 'color': '#2ca02c'}, 'encoding': {'x': {'field': 'truth', "
@@ -310,9 +313,13 @@ static int figure_scatter(rd_view *v, const cJSON *r, double tol, const char *h5
         "'estimate'}, 'y2': {'field': 'hi'}}},"
         "{'mark': {'type': 'line', 'color': '#d62728', 'strokeDash': [4, 3]}, 'encoding': {'x': {'field': 'truth', "
         "'type': 'quantitative'}, 'y': {'field': 'truth', 'type': 'quantitative'}}},"
-        "{'mark': {'type': 'circle', 'opacity': 0.6, 'tooltip': true}, 'encoding': {'x': {'field': 'truth', 'type': "
-        "'quantitative'}, 'y': {'field': 'est', 'type': 'quantitative'}, 'size': {'field': 'n', 'type': "
+        "{'mark': {'type': 'circle', 'opacity': 0.6, 'size': 18, 'tooltip': true}, 'encoding': {'x': {'field': 'truth', "
+        "'type': 'quantitative'}, 'y': {'field': 'est', 'type': 'quantitative'}, 'size': {'field': 'n', 'type': "
         "'quantitative', 'legend': null, 'scale': {'range': [12, 200]}}}}]}}");
+    if (!binned) {  /* one reply per circle: a fixed size */
+      cJSON *layers = cJSON_GetObjectItem(cJSON_GetObjectItem(spec, "spec"), "layer");
+      cJSON_DeleteItemFromObject(cJSON_GetObjectItem(cJSON_GetArrayItem(layers, 2), "encoding"), "size");
+    }
     char cap[700];
     snprintf(cap, sizeof cap, "Each scored reply's estimate against the truth of its month, one panel per cell (model / "
              "series); the dashed line is estimate = truth and the green band the tolerance (+-%g) that counts as "

@@ -302,7 +302,12 @@ static void figure_grid(rd_view *v, const cJSON *r, const probe_block *bl, int n
       "'val_accuracy', 'type': 'quantitative'}, 'color': {'field': 'task', 'type': 'nominal'}}}]}");
   cJSON *x = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(spec, "layer"), 0),
                                                      "encoding"), "x");
-  cJSON_SetValuestring(cJSON_GetObjectItem(x, "title"), lb ? "l2 strength (symlog)" : "learning rate (symlog)");
+  /* a log axis unless some l2 is 0 (then symlog, which shows 0) */
+  int positive = 1;
+  for (const cJSON *e = vals->child; e; e = e->next) positive &= rd_jnum(cJSON_GetObjectItem(e, "x")) > 0;
+  cJSON_SetValuestring(cJSON_GetObjectItem(cJSON_GetObjectItem(x, "scale"), "type"), positive ? "log" : "symlog");
+  if (positive) cJSON_DeleteItemFromObject(cJSON_GetObjectItem(x, "scale"), "constant");
+  cJSON_SetValuestring(cJSON_GetObjectItem(x, "title"), lb ? "l2 strength" : "learning rate");
   rd_view_figure(v, "validation_curves", "Validation curves",
                  lb ? "Validation accuracy for every l2 strength of the grid, per task; the diamond marks the selected "
                       "entry (best validation accuracy, ties to the first)."
@@ -335,7 +340,8 @@ static void figure_confusion(rd_view *v, const probe_block *bl, int nb) {
   }
   cJSON *spec = rd_json_sq(
       "{'facet': {'field': 'task', 'type': 'nominal', 'sort': null, 'title': null}, 'columns': 3, "
-      "'resolve': {'scale': {'color': 'independent'}}, 'spec': {'width': 150, 'height': 150, "
+      "'resolve': {'scale': {'color': 'independent', 'x': 'independent', 'y': 'independent'}}, "
+      "'spec': {'width': 150, 'height': 150, "
       "'encoding': {'x': {'field': 'predicted', 'type': 'ordinal', 'title': 'predicted class'}, 'y': {'field': 'true', "
       "'type': 'ordinal', 'title': 'true class'}}, 'layer': ["
       "{'mark': 'rect', 'encoding': {'color': {'field': 'n', 'type': 'quantitative', 'scale': {'scheme': 'blues'}, "
