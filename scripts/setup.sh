@@ -3,12 +3,13 @@
 # everything is already there. On Debian/Ubuntu as root it uses apt; elsewhere it prints what to
 # install (package names, or the modules to load on a cluster).
 #   scripts/setup.sh            build and run: MPI, parallel HDF5, cJSON, OpenBLAS, libcsv, CMake
-#   scripts/setup.sh --tests    also python3-numpy/h5py (test oracles) and Slurm + munge (batch test)
+#   scripts/setup.sh --tests    also python3-numpy/h5py (test oracles), Slurm + munge (batch test) and
+#                               chromium (the HTML report's browser test)
 set -euo pipefail
 
 BUILD_PKGS="openmpi-bin libopenmpi-dev libhdf5-openmpi-dev hdf5-tools libcjson-dev libopenblas-dev
   libcsv-dev libutf8proc-dev libpcre2-dev pkg-config cmake make gcc g++"
-TEST_PKGS="python3-numpy python3-h5py slurmctld slurmd slurm-client munge"
+TEST_PKGS="python3-numpy python3-h5py slurmctld slurmd slurm-client munge chromium"
 want="$BUILD_PKGS"
 [ "${1:-}" = "--tests" ] && want="$want $TEST_PKGS"
 
@@ -40,7 +41,8 @@ parallel, cJSON 1.7, OpenBLAS 0.3, libcsv 3, CMake 3.25, gcc 12; CUDA 12+ option
   - an MPI (Open MPI or MPICH) and an HDF5 built with it (parallel), e.g. on a cluster:
         module load cmake gcc openmpi hdf5/parallel openblas cuda
   - cJSON, libcsv, utf8proc, pcre2 (Spack: spack install cjson libcsv utf8proc pcre2)
-  - for the tests: Python 3 with numpy and h5py; Slurm + munge for the batch test (root only)
+  - for the tests: Python 3 with numpy and h5py; Slurm + munge for the batch test (root only); Chromium
+    for the HTML report's browser test
 Then: cmake -S . -B build && cmake --build build -j
 MSG
 for tool in cmake mpicc mpiexec; do
