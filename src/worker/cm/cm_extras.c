@@ -62,18 +62,11 @@ static cJSON *user_label(const cm_users *u, int32_t k) {
     free(t);
     return j;
   }
-  return cJSON_CreateRaw(s);
-}
-
-typedef struct key_pair {
-  int64_t key;  /* bin * U + user */
-  int64_t pair;
-} key_pair;
-
-static int key_cmp(const void *a, const void *b) {
-  const key_pair *x = a, *y = b;
-  if (x->key != y->key) return x->key < y->key ? -1 : 1;
-  return x->pair < y->pair ? -1 : x->pair > y->pair;
+  /* an integer id: a JSON number when float64 holds it exactly, else its digits as text */
+  char *end = NULL;
+  double x = strtod(s, &end);
+  if (end && !*end && fabs(x) <= 9007199254740992.0) return cJSON_CreateNumber(x);
+  return cJSON_CreateString(s);
 }
 
 /* The bin of x among bins with lower edges lo[0..K) ascending: the largest lo <= x (docs: 'cm report'). */
@@ -88,23 +81,30 @@ static int64_t bin_of(const double *lo, int64_t K, double x) {
   return a;
 }
 
-/* Interval of a stratum's mean from the users' sums: the user-cluster-robust standard error
+/* Per-user sums of one bin, for TM, TG and CM: S[j][u], N[j][u] over the bin's pairs (in pair order), the
+ * users touched listed once; zeroed again after use, so one scratch serves every bin in O(its pairs). */
+typedef struct user_sums {
+  double *S[3], *N[3];
+  uint8_t *seen;
+  int32_t *touched;
+  int64_t n_touched;
+} user_sums;
+
+/* Interval of a bin's mean from the users' sums: the user-cluster-robust standard error
  * se^2 = G/(G-1) * sum_u (S_u - m N_u)^2 / (sum_u N_u)^2 (G users with a defined value), m +- z se. */
-static void cluster_ci(const key_pair *k, int64_t n, const double *x, double *lo, double *hi) {
-  double S = 0, N = 0;
-  for (int64_t i = 0; i < n; i++)
-    if (!isnan(x[k[i].pair])) S += x[k[i].pair], N += 1;
+static void cluster_ci(const user_sums *w, int j, double *lo, double *hi) {
+  double S = 0, N = 0, ss = 0;
+  int64_t G = 0;
+  for (int64_t i = 0; i < w->n_touched; i++) S += w->S[j][w->touched[i]], N += w->N[j][w->touched[i]];
   *lo = *hi = NAN;
   if (N == 0) return;
-  double m = S / N, ss = 0;
-  int64_t G = 0;
-  for (int64_t i = 0; i < n;) {
-    int64_t j = i;
-    double su = 0, nu = 0;
-    for (; j < n && k[j].key == k[i].key; j++)
-      if (!isnan(x[k[j].pair])) su += x[k[j].pair], nu += 1;
-    if (nu > 0) ss += (su - m * nu) * (su - m * nu), G++;
-    i = j;
+  double m = S / N;
+  for (int64_t i = 0; i < w->n_touched; i++) {
+    int32_t u = w->touched[i];
+    if (w->N[j][u] == 0) continue;
+    double e = w->S[j][u] - m * w->N[j][u];
+    ss += e * e;
+    G++;
   }
   if (G < 2) return;
   double se = sqrt((double)G / (double)(G - 1) * ss) / N;
@@ -112,46 +112,56 @@ static void cluster_ci(const key_pair *k, int64_t n, const double *x, double *lo
   *hi = m + CM_Z95 * se;
 }
 
-/* One covariate's strata (entries first..first+K of the report's list): users and intervals per bin. */
+/* One covariate's strata (entry[0..K) of the report's list): users and intervals per bin. Pairs are grouped by
+ * bin with a counting sort, then each bin's per-user sums are formed in `w`. */
 static int strata_intervals(cJSON **entry, int64_t K, int categorical, const double *cov, const cm_users *u,
-                            const cm_values *v, rd_status *st) {
+                            const cm_values *v, user_sums *w, rd_status *st) {
   double *lo = malloc(sizeof(double) * (size_t)K);
-  key_pair *k = malloc(sizeof(key_pair) * (size_t)(v->P ? v->P : 1));
-  int64_t *count = calloc((size_t)K, sizeof(int64_t));
-  if (!lo || !k || !count) {
-    free(lo), free(k), free(count);
-    return rd_fail(st, RD_EFAIL, "out of memory");
+  int64_t *start = calloc((size_t)K + 1, sizeof(int64_t)), *at = malloc(sizeof(int64_t) * (size_t)K);
+  int32_t *bin = malloc(sizeof(int32_t) * (size_t)(v->P ? v->P : 1));
+  int64_t *order = malloc(sizeof(int64_t) * (size_t)(v->P ? v->P : 1));
+  int rc = lo && start && at && bin && order ? RD_OK : rd_fail(st, RD_EFAIL, "out of memory");
+  for (int64_t b = 0; rc == RD_OK && b < K; b++) lo[b] = rd_jnum(cJSON_GetObjectItem(entry[b], "lo"));
+  for (int64_t p = 0; rc == RD_OK && p < v->P; p++) {
+    int64_t b = isfinite(cov[p]) ? bin_of(lo, K, cov[p]) : -1;
+    if (b >= 0 && categorical && lo[b] != cov[p]) b = -1;
+    bin[p] = (int32_t)b;
+    if (b >= 0) start[b + 1]++;
   }
-  for (int64_t b = 0; b < K; b++) lo[b] = rd_jnum(cJSON_GetObjectItem(entry[b], "lo"));
-  int64_t n = 0;
-  for (int64_t p = 0; p < v->P; p++) {
-    if (!isfinite(cov[p])) continue;
-    int64_t b = bin_of(lo, K, cov[p]);
-    if (b < 0 || (categorical && lo[b] != cov[p])) continue;
-    k[n].key = b * u->U + u->of_pair[p];
-    k[n++].pair = p;
-    count[b]++;
-  }
-  qsort(k, (size_t)n, sizeof *k, key_cmp);
-  int rc = RD_OK;
-  for (int64_t b = 0, at = 0; b < K && rc == RD_OK; b++) {
+  for (int64_t b = 0; rc == RD_OK && b < K; b++) start[b + 1] += start[b], at[b] = start[b];
+  for (int64_t p = 0; rc == RD_OK && p < v->P; p++)
+    if (bin[p] >= 0) order[at[bin[p]]++] = p;
+  const double *vals[3] = {v->tm, v->tg, v->cm};
+  static const char *const keys[3] = {"tm_ci95", "tg_ci95", "cm_ci95"};
+  for (int64_t b = 0; rc == RD_OK && b < K; b++) {
     cJSON *e = entry[b];
-    if (rd_jnum(cJSON_GetObjectItem(e, "n")) != (double)count[b])
+    int64_t n = start[b + 1] - start[b];
+    if (rd_jnum(cJSON_GetObjectItem(e, "n")) != (double)n) {
       rc = rd_fail(st, RD_EFAIL, "internal error: stratum %lld of %s has %lld pairs, the report says %.0f", (long long)b,
-                   rd_jstr(cJSON_GetObjectItem(e, "covariate")), (long long)count[b], rd_jnum(cJSON_GetObjectItem(e, "n")));
-    int64_t users = 0;
-    for (int64_t i = at; i < at + count[b]; i++) users += i == at || k[i].key != k[i - 1].key;
-    cJSON_AddNumberToObject(e, "n_users", (double)users);
-    const double *vals[3] = {v->tm, v->tg, v->cm};
-    static const char *const keys[3] = {"tm_ci95", "tg_ci95", "cm_ci95"};
+                   rd_jstr(cJSON_GetObjectItem(e, "covariate")), (long long)n, rd_jnum(cJSON_GetObjectItem(e, "n")));
+      break;
+    }
+    w->n_touched = 0;
+    for (int64_t i = start[b]; i < start[b + 1]; i++) {
+      int64_t p = order[i];
+      int32_t us = u->of_pair[p];
+      if (!w->seen[us]) w->seen[us] = 1, w->touched[w->n_touched++] = us;
+      for (int j = 0; j < 3; j++)
+        if (!isnan(vals[j][p])) w->S[j][us] += vals[j][p], w->N[j][us] += 1;
+    }
+    cJSON_AddNumberToObject(e, "n_users", (double)w->n_touched);
     for (int j = 0; j < 3; j++) {
       double l, h;
-      cluster_ci(k + at, count[b], vals[j], &l, &h);
+      cluster_ci(w, j, &l, &h);
       rd_json_add(e, keys[j], rd_json_pair(l, h));
     }
-    at += count[b];
+    for (int64_t i = 0; i < w->n_touched; i++) {
+      int32_t us = w->touched[i];
+      w->seen[us] = 0;
+      for (int j = 0; j < 3; j++) w->S[j][us] = w->N[j][us] = 0;
+    }
   }
-  free(lo), free(k), free(count);
+  free(lo), free(start), free(at), free(bin), free(order);
   return rc;
 }
 
@@ -163,13 +173,22 @@ static int add_strata_intervals(const rd_job *job, const cm_input *in, const cm_
   if (!entry) return rd_fail(st, RD_EFAIL, "out of memory");
   for (int64_t i = 0; i < n; i++, e = e->next) entry[i] = e;
   int64_t at = 0;
+  int64_t U = in->u.U ? in->u.U : 1;
+  user_sums w = {.seen = calloc((size_t)U, 1), .touched = malloc(sizeof(int32_t) * (size_t)U)};
+  int ok = w.seen && w.touched;
+  for (int j = 0; j < 3; j++) {
+    ok &= (w.S[j] = calloc((size_t)U, sizeof(double))) != NULL;
+    ok &= (w.N[j] = calloc((size_t)U, sizeof(double))) != NULL;
+  }
+  if (!ok) rd_fail(st, RD_EFAIL, "out of memory");
   for (int i = 0; i < o->n_strata && st->code == RD_OK; i++) {
     int64_t K = 0;
     while (at + K < n && strcmp(rd_jstr(cJSON_GetObjectItem(entry[at + K], "covariate")), o->strata[i].covariate) == 0) K++;
-    if (K > 0) strata_intervals(entry + at, K, o->strata[i].bins == 0, in->covs[i], &in->u, v, st);
+    if (K > 0) strata_intervals(entry + at, K, o->strata[i].bins == 0, in->covs[i], &in->u, v, &w, st);
     at += K;
   }
-  free(entry);
+  for (int j = 0; j < 3; j++) free(w.S[j]), free(w.N[j]);
+  free(w.seen), free(w.touched), free(entry);
   return st->code;
 }
 
