@@ -11,7 +11,7 @@
 #define LEAK_LOW_PARSE 0.5
 /* Scatter points per report drawn as they are; beyond, every cell is binned. */
 #define LEAK_MAX_POINTS 20000
-#define LEAK_SCATTER_BINS 60
+#define LEAK_SCATTER_BINS 40
 
 static void cell_label(const cJSON *c, char *buf, size_t n) {
   const char *var = rd_jstr(cJSON_GetObjectItem(c, "variant"));
@@ -279,32 +279,27 @@ static int figure_scatter(rd_view *v, const cJSON *r, double tol, const char *h5
           continue;
         }
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "cell", labels[c2]);
         rd_view_put(o, "k", (double)c2);
         rd_view_put(o, "truth", truth[i]);
         rd_view_put(o, "est", est[i]);
-        rd_view_put(o, "lo", truth[i] - tol);
-        rd_view_put(o, "hi", truth[i] + tol);
-        rd_view_put(o, "n", 1);
         cJSON_AddItemToArray(vals, o);
       }
       for (int k = 0; cnt && k < LEAK_SCATTER_BINS * LEAK_SCATTER_BINS; k++) {
         if (!cnt[k]) continue;
         double t = lo + w * (k % LEAK_SCATTER_BINS + 0.5), e = lo + w * (k / LEAK_SCATTER_BINS + 0.5);
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "cell", labels[c2]);
         rd_view_put(o, "k", (double)c2);
         rd_view_put(o, "truth", t);
         rd_view_put(o, "est", e);
-        rd_view_put(o, "lo", t - tol);
-        rd_view_put(o, "hi", t + tol);
         rd_view_put(o, "n", (double)cnt[k]);
         cJSON_AddItemToArray(vals, o);
       }
       free(cnt);
     }
     cJSON *spec = rd_json_sq(
-        "{'facet': {'field': 'cell', 'type': 'nominal', 'sort': {'field': 'k', 'op': 'min'}, 'title': null}, "
+        "{'transform': [{'lookup': 'k', 'from': {'data': {'values': []}, 'key': 'k', 'fields': ['cell']}}, "
+        "{'calculate': 'datum.truth - TOL', 'as': 'lo'}, {'calculate': 'datum.truth + TOL', 'as': 'hi'}], "
+        "'facet': {'field': 'cell', 'type': 'nominal', 'sort': {'field': 'k', 'op': 'min'}, 'title': null}, "
         "'columns': 3,"
         "'resolve': {'scale': {'x': 'independent', 'y': 'independent'}},"
         "'spec': {'width': 200, 'height': 200, 'layer': ["
@@ -316,6 +311,22 @@ static int figure_scatter(rd_view *v, const cJSON *r, double tol, const char *h5
         "{'mark': {'type': 'circle', 'opacity': 0.6, 'size': 18, 'tooltip': true}, 'encoding': {'x': {'field': 'truth', "
         "'type': 'quantitative'}, 'y': {'field': 'est', 'type': 'quantitative'}, 'size': {'field': 'n', 'type': "
         "'quantitative', 'legend': null, 'scale': {'range': [12, 200]}}}}]}}");
+    /* per datum only the cell's index, truth, estimate (and count): the labels and the band are joined and
+     * computed in the page, which keeps it small */
+    cJSON *tr = cJSON_GetObjectItem(spec, "transform");
+    cJSON *names = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(tr, 0), "from"),
+                                                           "data"), "values");
+    for (int64_t c3 = 0; c3 < C; c3++) {
+      cJSON *o = cJSON_CreateObject();
+      rd_view_put(o, "k", (double)c3);
+      cJSON_AddStringToObject(o, "cell", labels[c3]);
+      cJSON_AddItemToArray(names, o);
+    }
+    char expr[2][96];
+    snprintf(expr[0], sizeof expr[0], "datum.truth - %.17g", tol);
+    snprintf(expr[1], sizeof expr[1], "datum.truth + %.17g", tol);
+    for (int k2 = 0; k2 < 2; k2++) cJSON_SetValuestring(cJSON_GetObjectItem(cJSON_GetArrayItem(tr, 1 + k2), "calculate"),
+                                                        expr[k2]);
     if (!binned) {  /* one reply per circle: a fixed size */
       cJSON *layers = cJSON_GetObjectItem(cJSON_GetObjectItem(spec, "spec"), "layer");
       cJSON_DeleteItemFromObject(cJSON_GetObjectItem(cJSON_GetArrayItem(layers, 2), "encoding"), "size");
@@ -323,7 +334,7 @@ static int figure_scatter(rd_view *v, const cJSON *r, double tol, const char *h5
     char cap[700];
     snprintf(cap, sizeof cap, "Each scored reply's estimate against the truth of its month, one panel per cell (model / "
              "series); the dashed line is estimate = truth and the green band the tolerance (+-%g) that counts as "
-             "within. %s", tol, binned ? "Many rows: each panel is binned into 60 x 60 cells, circle size = replies." :
+             "within. %s", tol, binned ? "Many rows: each panel is binned into 40 x 40 cells, circle size = replies." :
              "One circle per reply.");
     rd_view_figure(v, "estimate_vs_truth", "Estimate against truth", cap, values_of(spec, vals));
     for (int64_t c2 = 0; c2 < C; c2++) free(labels[c2]);
