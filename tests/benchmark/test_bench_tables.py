@@ -17,9 +17,9 @@ def items(sub, credits_a, credits_b):
             for a, b in zip(credits_a, credits_b)]
 
 
-def run_job(name, per_item, subsets, scheme, **opts):
+def run_job(name, per_item, subsets, scheme, models=("A", "B"), **opts):
     isub, off, nc, sc = items_from_lists(per_item)
-    write_bench(os.path.join(d, name + ".h5"), ["A", "B"], subsets, isub, off, nc, sc)
+    write_bench(os.path.join(d, name + ".h5"), list(models), subsets, isub, off, nc, sc)
     job = {"name": name, "kind": "benchmark", "input": name + ".h5", "scheme": scheme}
     job.update(opts)
     write_job(os.path.join(d, name + ".json"), [job])
@@ -78,9 +78,16 @@ row = text.splitlines()[1].split("\t")
 check(row[:2] == ["A", "B"] and float(row[2]) == c["diff"] and float(row[3]) == c["ci95"][0] and float(row[5]) == c["p"]
       and float(row[6]) == 0.01, f"tsv comparison row exact: {row}")
 
-# ---- clean: 20 items per subset, nothing missing: no warnings ----
+# ---- clean: 20 items per subset, nothing missing: no warnings (and a model name that CSV must quote and
+# LaTeX escape) ----
+odd = 'B_x, "big" & 50%'
 rep, out, err = run_job("clean", items(0, [1] * 20, [0, 1] * 10) + items(1, [1, 0] * 10, [0] * 20), ["a", "b"], scheme,
-                        bootstrap=0)
+                        models=("A", odd), bootstrap=0)
+code, text, err2 = run(["table", os.path.join(d, "out", "clean.json"), "--table", "leaderboard", "--format", "csv"])
+rows = list(csv.DictReader(io.StringIO(text)))
+check([r["model"] for r in rows] == ["A", odd] and '"B_x, ""big"" & 50%"' in text, f"csv quoting: {text}")
+code, tex, err2 = run(["table", os.path.join(d, "out", "clean.json"), "--table", "leaderboard", "--format", "latex"])
+check('2 & B\\_x, "big" \\& 50\\% & 0.2500 & 0.2500 \\\\' in tex, f"latex escapes _, & and %:\n{tex}")
 check(rep["result"]["warnings"] == [] and "warning" not in err, f"clean: no warnings {rep['result']['warnings']} {err}")
 c = rep["result"]["comparisons"]
 check(c == [], "no comparisons asked")
