@@ -167,8 +167,8 @@ static void other_text(hid_t t, H5T_class_t c, char *out, size_t n) {
     if (r > 0 && r <= 4 && H5Tget_array_dims2(t, ad) >= 0)
       for (int i = 0; i < r && k < sizeof dims; i++)
         k += (size_t)snprintf(dims + k, sizeof dims - k, "%s%llu", i ? ", " : "", (unsigned long long)ad[i]);
-    snprintf(out, n, "an array type (each element an array [%s] of %zu-byte %s; store a dataset with one more dimension "
-             "instead)", dims, bs, bc == H5T_FLOAT ? "floats" : bc == H5T_INTEGER ? "integers" : "values");
+    snprintf(out, n, "an array type (each element an array [%s] of %zu-byte %s; store a dataset with one more "
+             "dimension instead)", dims, bs, bc == H5T_FLOAT ? "floats" : bc == H5T_INTEGER ? "integers" : "values");
     return;
   }
   const char *what = c == H5T_ENUM ? "an enum type (of enums only h5py's booleans, FALSE = 0 and TRUE = 1, are read)"

@@ -212,8 +212,8 @@ static int parse_collection(const vctx *c, uint64_t addr, const vref *first, hob
   size_t hdr = 8 + c->ss, ohdr = 8 + c->ss;
   uint8_t h[24];
   if (pread_all(c, h, hdr, addr) != 0 || memcmp(h, "GCOL", 4) != 0 || h[4] != 1)
-    return corrupt(c, st, "string %lld points to a heap collection at byte %lld that is not one", (long long)first->elem,
-                   (long long)addr);
+    return corrupt(c, st, "string %lld points to a heap collection at byte %lld that is not one",
+                   (long long)first->elem, (long long)addr);
   uint64_t size = get_le(h + 8, c->ss);
   if (size < hdr || size > c->fsize || addr > c->fsize - size)
     return corrupt(c, st, "the heap collection at byte %lld declares %lld bytes, beyond the file", (long long)addr,

@@ -1,9 +1,10 @@
-"""Compressed inputs as h5py users write them: gzip and lzf (h5py's own), and the plugin filters
-LZ4, Bitshuffle, Blosc and BZip2 (Debian's plugins, which scripts/setup.sh installs; parts whose
-plugin is missing are skipped with a message). Each compressed cm and probe input gives a result
-identical to the uncompressed input's, on 1 and 3 ranks, without HDF5_PLUGIN_PATH set (rmdiag finds
-Debian's plugin folders itself). A filter no plugin provides, or one the user's HDF5_PLUGIN_PATH
-hides, is exit 2 naming the file, the dataset, the filter and what to do, in validate and in run."""
+"""Compressed inputs as h5py users write them: gzip (with shuffle and fletcher32) and lzf (h5py's
+own), and the plugin filters LZ4, Bitshuffle, Blosc and BZip2 (Debian's plugins, which
+scripts/setup.sh installs; parts whose plugin is missing are skipped with a message). Each
+compressed cm and probe input gives a result identical to the uncompressed input's, on 1 and 3
+ranks, without HDF5_PLUGIN_PATH set (rmdiag finds Debian's plugin folders itself). A filter no
+plugin provides, or one the user's HDF5_PLUGIN_PATH hides, is exit 2 naming the file, the dataset,
+the filter and what to do, in validate and in run."""
 import os
 import subprocess
 import sys
@@ -19,7 +20,7 @@ N_PR, D_PR = 600, 16
 # name: (h5py keyword arguments, filter id or None when h5py itself provides it)
 VARIANTS = {
     "none": ({}, None),
-    "gzip": ({"compression": "gzip", "shuffle": True}, None),
+    "gzip": ({"compression": "gzip", "shuffle": True, "fletcher32": True}, None),
     "lzf": ({"compression": "lzf"}, None),
     "lz4": ({"compression": 32004, "compression_opts": (0,)}, 32004),
     "bitshuffle": ({"compression": 32008, "compression_opts": (0, 2)}, 32008),          # with LZ4 inside
@@ -61,9 +62,10 @@ def write_inputs(folder):
             f.create_dataset("cm/in_train", data=fl, **ck)
             f.create_dataset("cm/covariates/len", data=rc[:, 0] * 3, **(dict(kw, chunks=(500,)) if kw else {}))
             # string users compressed with h5py's own filters only (Debian's Blosc plugin faults on
-            # variable-length data when writing)
+            # variable-length data when writing; fletcher32 does not apply to it)
+            ukw = {k: v for k, v in kw.items() if k != "fletcher32"}
             f.create_dataset("cm/user", data=[f"user-{u}" for u in users], dtype=h5py.string_dtype(),
-                             **(dict(kw, chunks=(700,)) if kw and fid is None else {}))
+                             **(dict(ukw, chunks=(700,)) if kw and fid is None else {}))
         with h5py.File(os.path.join(folder, f"probe_{name}.h5"), "w") as f:
             f.create_dataset("probe/t/X", data=X, **(dict(kw, chunks=(128, D_PR)) if kw else {}))
             f.create_dataset("probe/t/label", data=lab, **(dict(kw, chunks=(250,)) if kw else {}))

@@ -251,7 +251,8 @@ def probe_array(f):
     array_dataset(f, "probe/t/X", rng.normal(size=(N, D)).astype(np.float32))
 
 
-case("probe_array", "probe", probe_array, expect=["in.h5: dataset /probe/t/X has an array type (each element an array [4]"])
+case("probe_array", "probe", probe_array,
+     expect=["in.h5: dataset /probe/t/X has an array type (each element an array [4]"])
 
 ENUM = h5py.enum_dtype({"NO": 0, "YES": 1}, basetype="u1")
 
