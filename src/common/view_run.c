@@ -4,17 +4,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rmdiag/job.h"
-#include "rmdiag/kind.h"
+#include "rmdiag/common/view.h"
 
-int rd_kind_summary(const rd_kind *k, const rd_job *job, const rd_jobfile *jf, cJSON *warnings, cJSON *result,
-                    FILE *out, FILE *err, rd_status *st) {
+int rd_view_summary(rd_view_fn view, const char *job, const char *kind, const cJSON *options, const char *output_dir,
+                    cJSON *warnings, cJSON *result, FILE *out, FILE *err, rd_status *st) {
   if (!warnings) warnings = cJSON_CreateArray();
   if (!warnings || !cJSON_AddItemToObject(result, "warnings", warnings)) {
     cJSON_Delete(warnings);
     return rd_fail(st, RD_EFAIL, "out of memory adding the warnings to the report");
   }
-  if (!k->view) return RD_OK;
+  if (!view) return RD_OK;
   /* the view reads a report; during the run the envelope is not written yet: job, kind and options suffice */
   cJSON *report = cJSON_CreateObject(), *meta = cJSON_CreateObject();
   if (!report || !meta) {
@@ -22,21 +21,20 @@ int rd_kind_summary(const rd_kind *k, const rd_job *job, const rd_jobfile *jf, c
     cJSON_Delete(meta);
     return rd_fail(st, RD_EFAIL, "out of memory");
   }
-  cJSON_AddStringToObject(meta, "job", job->name);
-  cJSON_AddStringToObject(meta, "kind", k->name);
-  cJSON_AddItemReferenceToObject(meta, "options", job->effective);
+  cJSON_AddStringToObject(meta, "job", job);
+  cJSON_AddStringToObject(meta, "kind", kind);
+  if (options) cJSON_AddItemReferenceToObject(meta, "options", (cJSON *)options);
   cJSON_AddItemToObject(report, "rmdiag", meta);
   cJSON_AddItemReferenceToObject(report, "result", result);
   rd_view v;
   rd_view_init(&v);
-  int rc = k->view(report, NULL, &v, st);
+  int rc = view(report, NULL, &v, st);
   if (rc == RD_OK) {
-    size_t n = (jf && jf->output_dir ? strlen(jf->output_dir) : 0) + strlen(job->name) + 8;
+    size_t n = (output_dir ? strlen(output_dir) : 0) + strlen(job) + 8;
     char *json = malloc(n);
-    if (json) snprintf(json, n, "%s%s%s.json", jf && jf->output_dir ? jf->output_dir : "",
-                       jf && jf->output_dir ? "/" : "", job->name);
+    if (json) snprintf(json, n, "%s%s%s.json", output_dir ? output_dir : "", output_dir ? "/" : "", job);
     rd_view_print_summary(out, &v, json);
-    rd_view_print_warnings(err, &v, job->name);
+    rd_view_print_warnings(err, &v, job);
     free(json);
   }
   rd_view_free(&v);

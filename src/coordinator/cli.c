@@ -104,7 +104,7 @@ static int cmd_help(rd_ctx *ctx, int argc, char **argv, rd_status *st) {
   }
   for (const rd_import_format *const *f = rd_import_formats(); *f; f++)
     if (strcmp((*f)->name, topic) == 0) {
-      if (ctx->out) fputs((*f)->usage, ctx->out);
+      if (ctx->out) rd_import_usage(*f, ctx->out);
       return RD_OK;
     }
   char list[512];
@@ -244,7 +244,7 @@ static int cmd_import(rd_ctx *ctx, int argc, char **argv, rd_status *st) {
   if (!rest) return rd_fail(st, RD_EFAIL, "out of memory");
   for (int i = 3; i < argc; i++) {
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      if (ctx->out) fputs(fmt->usage, ctx->out);
+      if (ctx->out) rd_import_usage(fmt, ctx->out);
       free(rest);
       return RD_OK;
     }
@@ -260,7 +260,10 @@ static int cmd_import(rd_ctx *ctx, int argc, char **argv, rd_status *st) {
   }
   if (!out) {
     free(rest);
-    return rd_fail(st, RD_EINPUT, "rmdiag import %s: missing -o OUT.h5\n%s", fmt->name, fmt->usage);
+    char *usage = rd_import_usage_text(fmt);
+    rd_fail(st, RD_EINPUT, "rmdiag import %s: missing -o OUT.h5\n%s", fmt->name, usage ? usage : "");
+    free(usage);
+    return st->code;
   }
   if (ctx->rank == 0 && check_import_output(fmt->name, out, st) == RD_OK)
     fmt->run(nrest, rest, out, ctx->err, st);

@@ -80,6 +80,10 @@ int rd_report_load(const char *path, int figures, rd_loaded *r, rd_status *st) {
   if (!cJSON_IsObject(cJSON_GetObjectItem(r->report, "result")) || !*kind)
     return rd_fail(st, RD_EINPUT, "%s: not an rmdiag report (expected {\"rmdiag\": {..., \"kind\"}, \"result\": {...}}; "
                    "see docs/reference.md, 'Report envelope')", path);
+  if (cJSON_GetObjectItem(rd_jget(r->report, "result"), "groups") && cJSON_GetObjectItem(rd_jget(r->report, "result"),
+                                                                                       "sweep"))
+    return rd_fail(st, RD_EINPUT, "%s: a sweep summary (docs/reference.md, 'The job file'): rmdiag table and report read "
+                   "the reports of the sweep's jobs", path);
   r->kind = rd_kind_find(kind);
   if (!r->kind || !r->kind->view)
     return rd_fail(st, RD_EINPUT, "%s: unknown report kind \"%s\"", path, kind);
@@ -110,7 +114,8 @@ void rd_report_free(rd_loaded *r) {
 
 static int name_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* A folder's reports: NAME.json files (not hidden) with an rmdiag envelope, by name. */
+/* A folder's reports: NAME.json files (not hidden), by name; sweep summaries (NAME.summary.json: no .h5, no
+ * figures) are left out. */
 static int folder_reports(const char *dir, char ***out, int *n, rd_status *st) {
   DIR *d = opendir(dir);
   if (!d) return rd_fail(st, RD_EINPUT, "%s: cannot read the folder: %s", dir, strerror(errno));
@@ -119,6 +124,7 @@ static int folder_reports(const char *dir, char ***out, int *n, rd_status *st) {
   for (struct dirent *e; (e = readdir(d));) {
     size_t len = strlen(e->d_name);
     if (e->d_name[0] == '.' || len < 6 || strcmp(e->d_name + len - 5, ".json") != 0) continue;
+    if (len > 13 && strcmp(e->d_name + len - 13, ".summary.json") == 0) continue;
     char **nn = realloc(names, sizeof(char *) * (size_t)(k + 1));
     char *p = malloc(strlen(dir) + len + 2);
     if (!nn || !p) {

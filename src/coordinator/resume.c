@@ -15,6 +15,7 @@
 #include "rmdiag/version.h"
 
 int rd_spec_sha256(const rd_job *job, const rd_jobfile *jf, const rd_input_stat *in, char hex[65], rd_status *st) {
+  (void)jf;  /* the seed is the job's own (the file's unless the job or its sweep sets one) */
   cJSON *o = cJSON_CreateObject();
   char mtime[64];
   snprintf(mtime, sizeof mtime, "%lld.%09lld", (long long)in->mtime_s, (long long)in->mtime_ns);
@@ -28,7 +29,7 @@ int rd_spec_sha256(const rd_job *job, const rd_jobfile *jf, const rd_input_stat 
   cJSON_AddStringToObject(o, "group", job->group);
   cJSON_AddItemToObject(o, "options", cJSON_Duplicate(job->effective, 1));
   char seed[32];
-  snprintf(seed, sizeof seed, "%lld", (long long)jf->seed);
+  snprintf(seed, sizeof seed, "%lld", (long long)job->seed);
   cJSON_AddStringToObject(o, "seed", seed);
   cJSON_AddStringToObject(o, "version", RMDIAG_VERSION);
   cJSON_AddItemToObject(o, "inputs", inputs);

@@ -30,7 +30,7 @@ static char *out_path(const rd_jobfile *jf, const char *name, const char *ext) {
 static int resolve_input(const rd_ctx *ctx, rd_job *job, const rd_jobfile *jf, job_plan *p, rd_status *st) {
   if (ctx->rank == 0) {
     char key[300];
-    snprintf(key, sizeof key, "jobs[%d] (\"%s\").input", job->index, job->name);
+    snprintf(key, sizeof key, "jobs[%d] (\"%s\").input", job->file_index, job->name);
     if (rd_input_stat_get(job->input, jf->path, key, &p->in, st) == RD_OK) rd_spec_sha256(job, jf, &p->in, p->spec, st);
   }
   if (rd_share_status(ctx, st, 0) != RD_OK) return st->code;
@@ -77,12 +77,13 @@ static int check_output_paths(rd_jobfile *jf, job_plan *plans, rd_status *st) {
       file_id out = id_of(outs[o]);
       if (!out.ok) continue;
       if (same_file(out, jobfile))
-        rd_fail(st, RD_EINPUT, "%s: jobs[%d] (\"%s\") would write its report over the job file %s", jf->path, i,
-                jf->jobs[i].name, outs[o]);
+        rd_fail(st, RD_EINPUT, "%s: jobs[%d] (\"%s\") would write its report over the job file %s", jf->path,
+                jf->jobs[i].file_index, jf->jobs[i].name, outs[o]);
       for (int k = 0; k < jf->n_jobs && st->code == RD_OK; k++)
         if (same_file(out, inputs[k]))
           rd_fail(st, RD_EINPUT, "%s: jobs[%d] (\"%s\") would write %s over the input of jobs[%d]; choose another "
-                  "output_dir or name", jf->path, i, jf->jobs[i].name, outs[o], k);
+                  "output_dir or name", jf->path, jf->jobs[i].file_index, jf->jobs[i].name, outs[o],
+                  jf->jobs[k].file_index);
     }
   }
   free(inputs);
@@ -120,6 +121,13 @@ int run_check_jobs(const rd_ctx *ctx, rd_jobfile *jf, const rd_run_flags *fl, jo
   return RD_OK;
 }
 
+/* A kind's value checks, with the job's own seed. */
+static int job_check(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd_status *st) {
+  rd_jobfile jfs = *jf;
+  jfs.seed = job->seed;
+  return job->kind->check(ctx, job, &jfs, st);
+}
+
 /* Checks of the input values (reading the data) before anything is written: by `validate`, and
  * whenever several jobs are to run, so that a bad input in a later job cannot leave the outputs of
  * earlier ones behind (a single job checks its values as it runs). With several rank groups each
@@ -134,7 +142,7 @@ int run_check_values(const rd_ctx *ctx, const rd_jobfile *jf, const job_plan *pl
     for (int i = 0; i < n; i++) {
       const rd_job *job = &jf->jobs[i];
       if (!job->kind->check || plans[i].action != RD_OUT_WRITE) continue;
-      if (job->kind->check(ctx, job, jf, st) != RD_OK) return st->code;
+      if (job_check(ctx, job, jf, st) != RD_OK) return st->code;
     }
     return RD_OK;
   }
@@ -150,7 +158,7 @@ int run_check_values(const rd_ctx *ctx, const rd_jobfile *jf, const job_plan *pl
   for (int i = 0; i < n && st->code == RD_OK; i++) {
     const rd_job *job = &jf->jobs[i];
     if (!job->kind->check || plans[i].action != RD_OUT_WRITE || owner[i] != mine) continue;
-    if (job->kind->check(group, job, jf, st) != RD_OK) st->key = i;
+    if (job_check(group, job, jf, st) != RD_OK) st->key = i;
   }
   free(cost);
   free(owner);

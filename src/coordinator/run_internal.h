@@ -45,6 +45,20 @@ int run_one_job(const rd_ctx *g, const rd_job *job, const rd_jobfile *jf, const 
 int run_schedule(rd_ctx *ctx, const rd_jobfile *jf, const job_plan *plans, const rd_plan *plan,
                  const char *backend_info, rd_status *st);
 
+/* The summary report of each sweep (sweep.c). */
+typedef struct sweep_plan {
+  char *json_path;  /* <output_dir>/<name>.summary.json */
+  char spec[65];    /* from the specs of the sweep's jobs */
+  rd_out_action action;
+} sweep_plan;
+void sweep_plans_free(sweep_plan *sp, int n);
+/* Rank 0 decides each summary's fate like a job's (another spec without --force: exit 2). */
+int run_sweeps_decide(const rd_ctx *ctx, const rd_jobfile *jf, const rd_run_flags *fl, const job_plan *plans,
+                      sweep_plan *sp, rd_status *st);
+/* Rank 0, after the jobs: writes each summary whose jobs all have reports of their specs. */
+int run_sweeps_summarize(const rd_ctx *ctx, const rd_jobfile *jf, const job_plan *plans, const sweep_plan *sp,
+                         rd_status *st);
+
 /* Creates the plan's rank groups (collective over ctx); `group` is this rank's group context. */
 int run_groups_make(const rd_ctx *ctx, const rd_plan *plan, rd_ctx *group, rd_status *st);
 void run_groups_free(rd_ctx *group);

@@ -34,7 +34,7 @@ static cJSON *envelope(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *j
   cJSON_AddNumberToObject(meta, "ranks", ctx->size);
   cJSON_AddStringToObject(meta, "backend", backend);
   cJSON_AddNumberToObject(meta, "seconds", round(seconds * 1e4) / 1e4);
-  cJSON_AddNumberToObject(meta, "seed", (double)jf->seed);
+  cJSON_AddNumberToObject(meta, "seed", (double)job->seed);
   cJSON_AddItemToObject(meta, "options", cJSON_Duplicate(job->effective, 1));
   if (jf->description) cJSON_AddStringToObject(meta, "description", jf->description);
   else cJSON_AddNullToObject(meta, "description");  /* every envelope key is always there */
@@ -158,7 +158,9 @@ int run_one_job(const rd_ctx *g, const rd_job *job, const rd_jobfile *jf, const 
   if (g->rank == 0) h5tmp = create_h5(jf, p, &res.h5, st);
   rd_timing_mark(g->rank, job->name, "create output");
   if (rd_share_status(g, st, 0) == RD_OK) {
-    job->kind->run(&kc, job, jf, &res, st);
+    rd_jobfile jfs = *jf;  /* the kind draws from the job's own seed */
+    jfs.seed = job->seed;
+    job->kind->run(&kc, job, &jfs, &res, st);
     rd_agree(g, st);
   }
   if (g->rank == 0) {

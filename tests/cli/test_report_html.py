@@ -108,6 +108,16 @@ check(code == 2 and "missing -o FILE.html" in err, f"no -o: exit 2 ({err.strip()
 code, out, err = run(["report", demo, "-o", os.path.join(d, "no", "such", "x.html")])
 check(code == 2 and "does not exist" in err, f"-o in a missing folder: exit 2 ({err.strip()})")
 
+# a sweep's folder: the summary (no .h5) is left out of the page; given by name it is exit 2
+write_job(os.path.join(d, "sweep.json"), [{"name": "sw", "kind": "cm", "input": "jobs/data/demo_pairs.h5", "bootstrap": 20,
+                                            "sweep": {"seed": [1, 2]}}], output_dir="out/sweep")
+code, out, err = run(["run", os.path.join(d, "sweep.json")])
+check(code == 0 and os.path.exists(os.path.join(d, "out", "sweep", "sw.summary.json")), f"sweep run: {err.strip()}")
+code, out, err = run(["report", os.path.join(d, "out", "sweep"), "-o", os.path.join(d, "sweep.html")])
+check(code == 0 and ": 2 reports," in out, f"a sweep's folder: its 2 jobs' reports, not the summary ({out} {err})")
+code, out, err = run(["table", os.path.join(d, "out", "sweep", "sw.summary.json")])
+check(code == 2 and "a sweep summary" in err, f"a sweep summary given by name: exit 2 ({err.strip()})")
+
 # ---- the browser ----
 chromium = shutil.which("chromium") or shutil.which("chromium-browser")
 

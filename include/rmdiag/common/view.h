@@ -145,6 +145,15 @@ cJSON *rd_view_hist2(const double *x, const double *y, int64_t n, int bins, doub
 /* Adds a number or null to an object (figure data). */
 void rd_view_put(cJSON *o, const char *key, double v);
 
+/* A kind's view of a report (the signature of rd_kind.view). */
+typedef int (*rd_view_fn)(const cJSON *report, const char *h5, rd_view *v, rd_status *st);
+/* Rank 0 of a kind's run, once the result is complete: adds `warnings` (a list of strings, possibly empty; taken)
+ * to the result as "warnings", prints the view's summary on `out` (stdout; "... more rows" lines name
+ * OUTPUT_DIR/JOB.json) and the warnings on `err` (stderr). The envelope is not written yet: the view sees
+ * {"rmdiag": {"job", "kind", "options"}, "result"}. Kinds call it through rd_kind_summary (kind.h). */
+int rd_view_summary(rd_view_fn view, const char *job, const char *kind, const cJSON *options, const char *output_dir,
+                    cJSON *warnings, cJSON *result, FILE *out, FILE *err, rd_status *st);
+
 /* A JSON object parsed from text written with single quotes for double quotes (figure templates read
  * better that way in C); NULL when the text is not JSON (a bug: templates are constants). */
 cJSON *rd_json_sq(const char *text);

@@ -76,6 +76,10 @@ done:
   return st->code;
 }
 
+static const char *const bench_headlines[] = {
+    "models[model].score", "comparisons[a,b].diff", NULL,
+};
+
 const rd_kind rd_kind_benchmark = {
     .name = "benchmark",
     .default_group = "/bench",
@@ -86,5 +90,6 @@ const rd_kind rd_kind_benchmark = {
     .validate = bench_validate,
     .check = bench_check,
     .run = bench_run,
+    .headlines = bench_headlines,
     .view = bench_view,
 };

@@ -29,6 +29,11 @@ static int cm_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd
   return st->code;
 }
 
+static const char *const cm_headlines[] = {
+    "tm.mean", "tg.mean", "cm.mean", "cm.median", "cm_negative_fraction", "user_macro.tm", "user_macro.tg",
+    "user_macro.cm", "strata[covariate,bin].cm", NULL,
+};
+
 const rd_kind rd_kind_cm = {
     .name = "cm",
     .default_group = "/cm",
@@ -39,5 +44,6 @@ const rd_kind rd_kind_cm = {
     .validate = cm_validate,
     .check = cm_check,
     .run = cm_run,
+    .headlines = cm_headlines,
     .view = cm_view,
 };

@@ -93,6 +93,11 @@ static int leak_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, 
   return st->code;
 }
 
+static const char *const leak_headlines[] = {
+    "cells[model,series,variant].parse_rate", "cells[model,series,variant].r", "cells[model,series,variant].mae",
+    "cells[model,series,variant].within", "cells[model,series,variant].sign", NULL,
+};
+
 const rd_kind rd_kind_leakage = {
     .name = "leakage",
     .default_group = "/leak",
@@ -104,5 +109,6 @@ const rd_kind rd_kind_leakage = {
     .validate = leak_validate,
     .check = leak_check,
     .run = leak_run,
+    .headlines = leak_headlines,
     .view = leak_view,
 };

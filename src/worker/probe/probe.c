@@ -102,6 +102,10 @@ static int probe_run_job(const rd_ctx *ctx, const rd_job *job, const rd_jobfile 
   return st->code;
 }
 
+static const char *const probe_headlines[] = {
+    "tasks.*.accuracy_mean", "average", "models.*.tasks.*.accuracy_mean", "models.*.average", NULL,
+};
+
 const rd_kind rd_kind_probe = {
     .name = "probe",
     .default_group = "/probe",
@@ -112,6 +116,7 @@ const rd_kind rd_kind_probe = {
     .validate = probe_validate,
     .check = probe_check,
     .run = probe_run_job,
+    .headlines = probe_headlines,
     .view = probe_view,
     .compare = probe_compare,
 };

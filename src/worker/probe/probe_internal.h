@@ -273,8 +273,6 @@ cJSON *probe_metrics_json(const ptask *p, const test_metrics *m);
  * seeds, the sd over accs[S], and the 95 % t interval (has_ci = 0 with one seed). */
 void probe_accuracy_spread(const double *accs, int S, int64_t test_total, int64_t n_te, double *mean, double *sd,
                            double ci[2], int *has_ci);
-/* Student-t quantile (two-sided 95 % uses p = 0.975). */
-double probe_t_quantile(double p, double df);
 
 /* ---- inference-time probing (probe_kmeans.c) ------------------------------------------------- */
 
