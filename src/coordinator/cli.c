@@ -13,6 +13,7 @@
 #include "rmdiag/rmdiag.h"
 #include "rmdiag/run.h"
 #include "rmdiag/version.h"
+#include "report_internal.h"
 
 typedef struct opt_def {
   const char *name;
@@ -74,6 +75,8 @@ static void print_help(FILE *fp) {
           "             [--ranks-per-job N|all|auto]\n"
           "  rmdiag validate JOB.json      check the job file and every input's layout and values; compute nothing\n"
           "  rmdiag import FORMAT [options] -o OUT.h5\n"
+          "  rmdiag table REPORT.json [--format md|csv|tsv|latex|text] [--table NAME] [--digits N]\n"
+          "  rmdiag report PATH... -o FILE.html   one self-contained page: tables, figures, warnings\n"
           "  rmdiag init KIND INPUT.h5 [-o JOB.json]   a job file filled from the input's layout (it validates)\n"
           "  rmdiag help [KIND | FORMAT]   every option of a report kind or an import format\n"
           "  rmdiag --version | --help     (COMMAND --help shows a command's usage)\n\n"
@@ -312,9 +315,13 @@ int rmdiag_main(int argc, char **argv, MPI_Comm comm, FILE *out, FILE *err) {
     cmd_import(&ctx, argc, argv, &st);
   } else if (strcmp(cmd, "init") == 0) {
     rd_cmd_init(&ctx, argc, argv, &st);
+  } else if (strcmp(cmd, "table") == 0) {
+    rd_cmd_table(&ctx, argc, argv, &st);
+  } else if (strcmp(cmd, "report") == 0) {
+    rd_cmd_report(&ctx, argc, argv, &st);
   } else {
-    rd_fail(&st, RD_EINPUT, "unknown command \"%s\" (expected run, validate, import, init, help, --version or --help)",
-            cmd);
+    rd_fail(&st, RD_EINPUT, "unknown command \"%s\" (expected run, validate, import, init, table, report, help, "
+            "--version or --help)", cmd);
   }
   if (st.code != RD_OK && ctx.err) fprintf(ctx.err, "rmdiag: error: %s\n", st.msg);
   if (ctx.out) fflush(ctx.out);

@@ -61,7 +61,7 @@ check([(c["a"], c["b"]) for c in res["comparisons"]] == pairs, "compare all: the
 family = []
 for c in res["comparisons"]:
     a, b = names[c["a"]], names[c["b"]]
-    check(list(c) == ["a", "b", "diff", "ci95", "p", "p_holm", "resamples", "sections"], f"keys {list(c)}")
+    check(list(c) == ["a", "b", "diff", "ci95", "p", "p_holm", "resamples", "p_resolution", "sections"], f"keys {list(c)}")
     check(list(c["sections"]) == SECS, f"sections in scheme order: {list(c['sections'])}")
     for k, x in [("score", c)] + [(k, c["sections"][k]) for k in SECS]:
         pa = points[c["a"]]["score"] if k == "score" else points[c["a"]]["sections"][k]["score"]
@@ -108,7 +108,7 @@ close([c["p_holm"] for c in r["comparisons"]], holm(tot), "holm over the three s
 # without the new options the comparisons are exactly the old ones; "adjust": "none" is the default
 plain = run_job("plain", compare="all")
 r = plain["result"]
-check(all(list(c) == ["a", "b", "diff", "ci95", "p", "resamples"] for c in r["comparisons"]) and "adjustment" not in r,
+check(all(list(c) == ["a", "b", "diff", "ci95", "p", "resamples", "p_resolution"] for c in r["comparisons"]) and "adjustment" not in r,
       f"no new keys without the options: {r['comparisons'][0]}")
 check("compare_sections" not in plain["rmdiag"]["options"] and "adjust" not in plain["rmdiag"]["options"],
       "the effective options (and so spec_sha256) are unchanged without them")

@@ -18,8 +18,8 @@ static int cm_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd
       cm_run_tasks(ctx, job, jf, &in, &v, &t, st) == RD_OK && ctx->rank == 0) {
     /* rank 0 assembles the report and writes the outputs */
     if (cm_report(job, &in.L, &in.u, v.cm, v.F, t.boot, o->bootstrap, t.res, &out->result, st) == RD_OK &&
-        cm_write_h5(out->h5, v.P, in.L.R, v.tm, v.tg, v.cm, v.n_train, st) == RD_OK && ctx->out)
-      cm_print(ctx->out, job, out->result);  /* stdout: --quiet silences stderr only */
+        cm_write_h5(out->h5, v.P, in.L.R, v.tm, v.tg, v.cm, v.n_train, st) == RD_OK)
+      cm_extras(ctx, job, jf, &in, &v, out, st);  /* summary on stdout: --quiet silences stderr only */
     rd_timing_mark(ctx->rank, job->name, "report+h5");
   }
   rd_share_status(ctx, st, 0);
@@ -47,5 +47,6 @@ const rd_kind rd_kind_cm = {
     .check = cm_check,
     .run = cm_run,
     .headlines = cm_headlines,
+    .view = cm_view,
     .init = cm_init,
 };
