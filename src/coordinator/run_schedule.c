@@ -79,6 +79,7 @@ static void run_on_group(const rd_ctx *g, const rd_jobfile *jf, const job_plan *
   if (g->quiet) return;
   double el = rd_now() - d->t0;
   double left = cost_done > 0 ? el * (d->total_est - cost_done) / cost_done : 0.0;
+  if (!(left > 0)) left = 0.0;  /* rounding can leave -0 */
   if (st.code == RD_OK)
     fprintf(stderr, "rmdiag: %s [%lld/%d jobs, %.1f s, about %.0f s left]\n", line, done, n_total, el, left);
   else
@@ -201,6 +202,7 @@ static void run_in_order(rd_ctx *ctx, const rd_jobfile *jf, const job_plan *plan
     if (st.code != RD_OK) oc[j].msg = strdup(st.msg);
     if (!ctx->err || (ctx->quiet && st.code == RD_OK)) continue;
     double el = rd_now() - t0, left = est_done > 0 ? el * (total_est - est_done) / est_done : 0.0;
+    if (!(left > 0)) left = 0.0;  /* rounding can leave -0 */
     if (st.code == RD_OK && n_run > 1)
       fprintf(ctx->err, "rmdiag: %s [%d/%d jobs, %.1f s, about %.0f s left]\n", line, done, n_run, el, left);
     else if (st.code == RD_OK)

@@ -19,15 +19,7 @@ MODELS = [f"m{k}" for k in range(M)]
 
 
 def expect_failure(name, args, expect, ranks=(0,), out_dir=None):
-    for n in ranks:
-        code, out, err = run(args, ranks=n)
-        check(code == 2, f"{name} ({n} ranks): exit status {code}, expected 2 ({err.strip()})")
-        lines = [l for l in err.splitlines() if l.startswith("rmdiag: error:")]
-        check(len(lines) == 1, f"{name} ({n} ranks): exactly one error line, got {len(lines)}: {err!r}")
-        for e in expect:
-            check(e in err, f"{name} ({n} ranks): message should contain {e!r}: {err.strip()}")
-        if out_dir is not None:
-            check(outputs_in(out_dir) == [], f"{name} ({n} ranks): no output written ({outputs_in(out_dir)})")
+    return expect_input_error(name, args, expect, ranks=ranks, out_dir=out_dir, exact_folder=False)
 
 
 def case(name, expect, mutate=None, job_extra=None, ranks=(0,), subsets=SUBS, models=MODELS, ids=None, raw=None):

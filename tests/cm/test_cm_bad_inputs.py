@@ -31,18 +31,7 @@ def case(name, job_extra=None, mutate=None, raw_job=None, ranks=(0,), expect=(),
         job = {"name": "bad", "kind": "cm", "input": inp, "bootstrap": 10}
         job.update(job_extra or {})
         write_job(jp, [job], output_dir="out")
-    msgs = []
-    for n in ranks:
-        code, out, err = run(["run", jp], ranks=n)
-        check(code == 2, f"{name} ({n} ranks): exit status {code}, expected 2 ({err.strip()})")
-        lines = [l for l in err.splitlines() if l.startswith("rmdiag: error:")]
-        check(len(lines) == 1, f"{name} ({n} ranks): exactly one error line, got {len(lines)}: {err!r}")
-        for e in expect:
-            check(e in err, f"{name} ({n} ranks): message should contain {e!r}: {err.strip()}")
-        check(not os.path.exists(os.path.join(cd, "out")), f"{name} ({n} ranks): no output written, not even the "
-              f"folder ({outputs_in(os.path.join(cd, 'out'))})")
-        msgs.append("\n".join(lines))
-    return msgs
+    return expect_input_error(name, ["run", jp], expect, ranks=ranks, out_dir=os.path.join(cd, "out"))
 
 
 case("malformed_json", raw_job='{"output_dir": "out",\n  "jobs": [ {"name": "x" ]}', make_input=False,
