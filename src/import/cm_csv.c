@@ -77,6 +77,9 @@ typedef struct csv_state {
    * not a number (0: every cell is a number or missing, the column is numeric) */
   rd_idmap *cov_text;
   int64_t *cov_text_line;
+  /* per covariate: the first row whose cell equals its pair's first cell as a number but not as text
+   * (line, pair, the two texts): an error once the column turns out categorical */
+  int64_t (*cov_numeq)[4];
   /* accumulated rows */
   rd_idmap runs, pairs, users;
   int64_t n;
@@ -165,7 +168,8 @@ static int on_header(csv_state *S, const rd_csv_record *rec, rd_status *st) {
   }
   S->cov_text = calloc((size_t)(S->ncov ? S->ncov : 1), sizeof *S->cov_text);
   S->cov_text_line = calloc((size_t)(S->ncov ? S->ncov : 1), sizeof *S->cov_text_line);
-  if (!S->cov_text || !S->cov_text_line) return rd_fail(st, RD_EFAIL, "out of memory reading %s", S->file);
+  S->cov_numeq = calloc((size_t)(S->ncov ? S->ncov : 1), sizeof *S->cov_numeq);
+  if (!S->cov_text || !S->cov_text_line || !S->cov_numeq) return rd_fail(st, RD_EFAIL, "out of memory reading %s", S->file);
   for (int k = 0; k < S->ncov; k++)
     if (rd_idmap_init(&S->cov_text[k], 64) != 0) return rd_fail(st, RD_EFAIL, "out of memory reading %s", S->file);
   for (int k = 0; k < N_REQ; k++)
@@ -239,7 +243,9 @@ static int pair_values(csv_state *S, char **v, int64_t line, int64_t p, int64_t 
     if (is_new) {
       cov[k] = x;
       cat[k] = id;
-    } else if (!(cat[k] == id || (!isnan(cov[k]) && cov[k] == x))) {
+    } else if (cat[k] != id && !isnan(cov[k]) && cov[k] == x) {
+      if (!S->cov_numeq[k][0]) memcpy(S->cov_numeq[k], (int64_t[4]){line, p, id, cat[k]}, sizeof S->cov_numeq[k]);
+    } else if (cat[k] != id) {
       return rd_fail(st, RD_EINPUT, "%s: line %lld: covariate %s of pair \"%s\" is \"%s\" here but \"%s\" on line "
                      "%lld; a covariate has one value per pair", f, (long long)line, S->header[c], pair, v[c],
                      cat[k] < 0 ? "" : S->cov_text[k].keys[cat[k]], (long long)S->pair_line[p]);
@@ -289,6 +295,7 @@ static void state_free(csv_state *S) {
   free(S->cov_col);
   for (int k = 0; S->cov_text && k < S->ncov; k++) rd_idmap_free(&S->cov_text[k]);
   free(S->cov_text);
+  free(S->cov_numeq);
   void *arrays[] = {S->r_run, S->r_pair, S->r_rc, S->r_rr, S->r_flag, S->r_line, S->pair_user, S->pair_line,
                     S->pair_cov, S->pair_cat, S->cov_text_line};
   for (size_t k = 0; k < sizeof arrays / sizeof arrays[0]; k++) free(arrays[k]);
@@ -397,6 +404,21 @@ static int table_check(const csv_state *S, const cm_table *T, rd_status *st) {
     return rd_fail(st, RD_EINPUT, "%s: pair \"%s\" has no row for run \"%s\"; every pair needs one row per run "
                    "(%lld runs)", S->file, S->pairs.keys[T->pperm[e / T->R]], S->runs.keys[T->rperm[e % T->R]],
                    (long long)T->R);
+  }
+  return RD_OK;
+}
+
+/* In a categorical column a pair's cells are one text: "1" and "1.0" are one number but two names. */
+static int check_category_texts(const csv_state *S, rd_status *st) {
+  for (int c = 0; c < S->ncols; c++) {
+    int k = S->cov_col[c];
+    if (k < 0 || !S->cov_text_line[k] || !S->cov_numeq[k][0]) continue;
+    const int64_t *e = S->cov_numeq[k];
+    return rd_fail(st, RD_EINPUT, "%s: line %lld: covariate %s of pair \"%s\" is \"%s\" here but \"%s\" on line %lld; "
+                   "%s holds category names (line %lld has a cell that is not a number), so a pair's cells must be the "
+                   "same text", S->file, (long long)e[0], S->header[c], S->pairs.keys[e[1]], S->cov_text[k].keys[e[2]],
+                   S->cov_text[k].keys[e[3]], (long long)S->pair_line[e[1]], S->header[c],
+                   (long long)S->cov_text_line[k]);
   }
   return RD_OK;
 }
@@ -587,6 +609,7 @@ int rd_import_cm_csv(int argc, char **argv, const char *out_path, FILE *log, rd_
   int rc = rd_csv_read(input, RD_CSV_STRICT, on_record, &S, st);
   if (rc == RD_OK && !S.header) rc = rd_fail(st, RD_EINPUT, "%s: empty file (expected a header row)", input);
   if (rc == RD_OK && S.n == 0) rc = rd_fail(st, RD_EINPUT, "%s: no data rows after the header", input);
+  if (rc == RD_OK) rc = check_category_texts(&S, st);
   cm_table T;
   memset(&T, 0, sizeof T);
   if (rc == RD_OK) rc = table_order(&S, &T, st);
