@@ -164,8 +164,9 @@ for name, nan_at in (("corrupt_chunk", None), ("corrupt_chunk_after_nan", (100, 
                         ["in.h5: reading rows 4096..6143 of dataset /cm/reward_chosen failed"]))
     check(len(set(msgs)) == 1, f"{name}: the same message for every rank count: {msgs}")
 
-# String users whose global heap is corrupt (an object size of about 1 GB in a heap of 4 KB): the
-# HDF5 library faults while reading them; rmdiag reports the dataset and exits 2, on any rank count.
+# String users whose global heap is corrupt (an object size of about 1 GB in a heap of 4 KB): HDF5
+# would copy past its buffers reading them; rmdiag finds the corrupt heap before HDF5 reads it and
+# exits 2 naming the dataset, on any rank count (more heap cases: tests/cli/test_h5_hostile.py).
 cd = os.path.join(d, "corrupt_heap")
 os.makedirs(cd, exist_ok=True)
 Ph = 40

@@ -227,6 +227,12 @@ static int rows_read(const rd_ctx *ctx, hid_t f, const rd_job *job, const cm_lay
   int64_t n = w->hi - w->lo, R = L->R, good[3];
   int f32 = L->ftype == RD_F32;
   if (n == 0) return RD_OK;
+  /* this rank's rows of the datasets read rather than mapped must fit in memory (a small compressed
+   * file can declare more than any machine holds) */
+  double need = 0;
+  for (int which = 0; which < 3; which++)
+    if (L->offset[which] < 0) need += (double)n * (double)R * (which == 2 ? 1.0 : f32 ? 4.0 : 8.0);
+  RD_TRY(rd_h5_check_memory(job->input, &L->rc, need, "holding this rank's rows of the [P, R] datasets", st));
   /* a read that fails leaves an error keyed by its failing block; the values before it are checked
    * all the same (rd_fail_at keeps the lowest key). Other failures (memory, mapping) end here. */
   if (!(w->rc = rows_get(f, job, L, 0, w->lo, n, w, &good[0], st))) return st->code;
