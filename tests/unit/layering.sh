@@ -16,10 +16,12 @@ check() {
   local f=$1 layer=$2 hdr ok quoted
   n=$((n + 1))
   while IFS= read -r line; do
-    hdr=$(sed -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]([^>"]+)[>"].*/\1/' <<<"$line")
+    # (bash's own pattern matching: a subprocess per line would make this slow on a loaded machine)
+    [[ $line =~ include[[:space:]]*([<\"])([^>\"]+) ]] || continue
+    hdr=${BASH_REMATCH[2]}
     ok=1
     quoted=0
-    [[ $line =~ \#[[:space:]]*include[[:space:]]*\" ]] && quoted=1
+    [ "${BASH_REMATCH[1]}" = '"' ] && quoted=1
     case "$hdr" in
       mpi.h | mpio.h | hdf5.h | H5*.h | cjson/* | cJSON.h) [ "$layer" = kernels ] && ok=0 ;;
       rmdiag/kernels/*) ;;
