@@ -288,11 +288,7 @@ static int check_split(const rd_ctx *ctx, const rd_job *job, const cm_layout *L,
     const uint8_t *ref = all + (size_t)k * (size_t)R, *m = w->flag + (p - w->lo) * R;
     for (int64_t r = 0; r < R; r++)
       if (m[r] != ref[r]) {
-        rd_fail_at(st, RD_EINPUT, p * R + r,
-                   "%s: %s: user %s is split inconsistently in run %lld: pair %lld has in_train = %u but pair %lld "
-                   "(the user's first pair) has %u; within a run all pairs of a user must share in_train",
-                   job->input, L->flag.path, u->labels + u->label_off[k], (long long)r, (long long)p, m[r],
-                   (long long)u->first_pair[k], ref[r]);
+        cm_split_fail(job, L, u->labels + u->label_off[k], p, r, u->first_pair[k], m[r], ref[r], st);
         p = w->hi;
         break;
       }
@@ -308,6 +304,8 @@ void cm_input_free(cm_input *in, int n_strata) {
   cm_users_free(&in->u);
   for (int i = 0; in->covs && i < n_strata; i++) free(in->covs[i]);
   free(in->covs);
+  for (int i = 0; in->L.cats && i < n_strata; i++) cm_categories_free(&in->L.cats[i]);
+  free(in->L.cats);
   free(in->L.cov);
   memset(in, 0, sizeof *in);
   in->f = H5I_INVALID_HID;
@@ -352,9 +350,13 @@ int cm_load(const rd_ctx *ctx, const rd_job *job, cm_input *in, rd_status *st) {
     if (rd_h5_open(job->input, MPI_COMM_NULL, &f, st) == RD_OK) {
       if (cm_check_layout(f, job, L, st) == RD_OK && cm_users_read(f, job, L, &in->u, st) == RD_OK) {
         cm_layout_offsets(f, L);
+        L->cats = calloc((size_t)(o->n_strata ? o->n_strata : 1), sizeof *L->cats);
+        if (!L->cats) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
         for (int i = 0; i < o->n_strata && st->code == RD_OK; i++) {
           in->covs[i] = rd_malloc(sizeof(double) * (size_t)L->P, st, "covariate");
-          if (in->covs[i]) rd_h5_read_numeric(f, job->input, &L->cov[i], in->covs[i], st);
+          if (in->covs[i] && L->cov[i].tclass == RD_TC_STRING)  /* category names: codes in name order */
+            cm_categories_read(f, job->input, &L->cov[i], in->covs[i], &L->cats[i], st);
+          else if (in->covs[i]) rd_h5_read_numeric(f, job->input, &L->cov[i], in->covs[i], st);
           if (st->code == RD_OK && o->strata[i].bins == 0 && L->cov[i].tclass == RD_TC_INT)
             categories_exact(f, job->input, &L->cov[i], L->P, st);
         }
@@ -365,9 +367,12 @@ int cm_load(const rd_ctx *ctx, const rd_job *job, cm_input *in, rd_status *st) {
   if (rd_share_status(ctx, st, 0) != RD_OK) return st->code;
   /* every rank gets the layout (sizes, types, dataset paths, mappable offsets) */
   rd_dsinfo *cov_keep = L->cov;
+  cm_categories *cats_keep = L->cats;
   L->cov = NULL;
+  L->cats = NULL;
   rd_bcast_bytes(ctx, L, sizeof *L, 0);
   L->cov = ctx->rank == 0 ? cov_keep : NULL;
+  L->cats = ctx->rank == 0 ? cats_keep : NULL;
   cm_users_share(ctx, L->P, &in->u, st);
   rd_timing_mark(ctx->rank, job->name, "users+covariates");
 
