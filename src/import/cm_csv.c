@@ -169,7 +169,8 @@ static int on_header(csv_state *S, const rd_csv_record *rec, rd_status *st) {
   S->cov_text = calloc((size_t)(S->ncov ? S->ncov : 1), sizeof *S->cov_text);
   S->cov_text_line = calloc((size_t)(S->ncov ? S->ncov : 1), sizeof *S->cov_text_line);
   S->cov_numeq = calloc((size_t)(S->ncov ? S->ncov : 1), sizeof *S->cov_numeq);
-  if (!S->cov_text || !S->cov_text_line || !S->cov_numeq) return rd_fail(st, RD_EFAIL, "out of memory reading %s", S->file);
+  if (!S->cov_text || !S->cov_text_line || !S->cov_numeq)
+    return rd_fail(st, RD_EFAIL, "out of memory reading %s", S->file);
   for (int k = 0; k < S->ncov; k++)
     if (rd_idmap_init(&S->cov_text[k], 64) != 0) return rd_fail(st, RD_EFAIL, "out of memory reading %s", S->file);
   for (int k = 0; k < N_REQ; k++)

@@ -259,7 +259,8 @@ int bench_validate(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, r
       memset(&p, 0, sizeof p);
       memset(&r, 0, sizeof r);
       source = bench_read_source(f, job->group);
-      if (bench_scheme_from_source(job->opts, job->effective, source, job, st) == RD_OK) bench_prepare(f, job, &p, &r, st);
+      if (bench_scheme_from_source(job->opts, job->effective, source, job, st) == RD_OK)
+        bench_prepare(f, job, &p, &r, st);
       bench_plan_free(&p);
       bench_root_free(&r);
       rd_h5_close(f);

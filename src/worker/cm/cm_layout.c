@@ -38,8 +38,8 @@ static int check_covariates(hid_t f, const rd_job *job, cm_layout *L, rd_status 
     RD_TRY(rd_h5_info(f, file, p, &L->cov[s], st));
     int cat = o->strata[s].bins == 0;
     if (!cat && L->cov[s].tclass == RD_TC_STRING)
-      return rd_fail(st, RD_EINPUT, "%s: %s holds strings (category names): quantile bins need numbers; give strata[%d] "
-                     "\"categorical\": true (see docs/reference.md, 'cm input layout')", file, p, s);
+      return rd_fail(st, RD_EINPUT, "%s: %s holds strings (category names): quantile bins need numbers; give "
+                     "strata[%d] \"categorical\": true (see docs/reference.md, 'cm input layout')", file, p, s);
     RD_TRY(rd_h5_expect(&L->cov[s], file, 1, RD_TCM(RD_TC_INT) | RD_TCM(RD_TC_FLOAT) | (cat ? RD_TCM(RD_TC_STRING) : 0),
                         cat ? "numeric or string (category names) [P]" : "numeric [P]", st));
     if (L->cov[s].dims[0] != L->P)
