@@ -462,6 +462,14 @@ static int row_item(rb_state *S, rb_model *m, const cJSON *row, int64_t k, int32
                    rb_where(S, file, pos, loc, sizeof loc), mv->valuestring, m->name);
   RD_TRY(refuse_other(S, row, file, pos));
 #define KEY(k) cJSON_GetObjectItemCaseSensitive(row, k)
+  /* a v1 judge's row (only "results") of a v1 subset: no key says so, the subset does */
+  const cJSON *sub = KEY("subset");
+  if (S->v2 && !KEY("num_correct") && !KEY("scores") && cJSON_IsString(sub) &&
+      rd_rb_subset_version(sub->valuestring) == 1)
+    return rd_fail(S->st, RD_EINPUT, "%s: subset \"%s\" is a RewardBench v1 subset and the row has no \"num_correct\" "
+                   "or \"scores\": it holds RewardBench v1 results, which rmdiag import rewardbench2 does not read; "
+                   "import this file with rmdiag import rewardbench %s", rb_where(S, file, pos, loc, sizeof loc),
+                   sub->valuestring, fname(S, file));
   if (S->v2 && KEY("results") && !cJSON_IsNull(KEY("results"))) S->results_ignored++;
   if (S->v2) return v2_item(S, m, KEY("subset"), KEY("id"), KEY("num_correct"), KEY("scores"), file, pos, buf);
   return v1_item(S, m, KEY("subset"), KEY("id"), KEY("scores_chosen"), KEY("scores_rejected"), KEY("results"), file,

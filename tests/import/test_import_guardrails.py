@@ -45,6 +45,7 @@ v1_arrays = write("v1_arrays.json", json.dumps({"id": [1, 2], "subset": ["hep-go
 v1_acc = write("v1_acc.json", json.dumps({"alpacaeval-easy": 0.9, "hep-go": 0.5, "model": "W"}))
 # a generative judge's v1-style rows (only "results": no keys tell the version) naming RewardBench 2 subsets
 v2_judge = jsonl("v2_judge.jsonl", [{"id": 1, "subset": "Focus", "results": 1}, {"id": 2, "subset": "Ties", "results": 0}])
+v1_judge = jsonl("v1_judge.jsonl", [{"id": 1, "subset": "hep-go", "results": 1}])
 panel = jsonl("panel.jsonl", [{"model_name": "A", "factor": "HML", "month": "2020-01", "response": "1.5%"},
                               {"model_name": "A", "factor": "HML", "month": "2020-02", "response": "no idea"}])
 
@@ -70,6 +71,9 @@ cases = [
       "RewardBench 2 subset", "import this file with rmdiag import rewardbench " + v1_acc]),
     ("results-only rows of v2 subsets to rewardbench", ["rewardbench", v2_judge],
      [v2_judge + ': line 1: subset "Focus" is a RewardBench 2 subset', "rmdiag import rewardbench2 " + v2_judge]),
+    ("results-only rows of v1 subsets to rewardbench2", ["rewardbench2", v1_judge],
+     [v1_judge + ': line 1: subset "hep-go" is a RewardBench v1 subset and the row has no "num_correct" or "scores": '
+      "it holds RewardBench v1 results", "import this file with rmdiag import rewardbench " + v1_judge]),
     # ---- NumLeak panels and RewardBench files crossed ----
     ("panel to rewardbench", ["rewardbench", panel],
      [panel + ': line 1: key "model_name" marks a NumLeak panel, which rmdiag import rewardbench does not read',
@@ -209,7 +213,7 @@ jp4 = write_job(os.path.join(d, "prior.json"), [{"name": "p", "kind": "benchmark
                                                  "bootstrap": 0, "prior_sets": True}], output_dir="out_p")
 expect_input_error("prior_sets with the scheme from the input", ["run", jp4], [
     '"prior_sets" applies to the rewardbench-v1 scheme only, and the scheme is rewardbench-v2: the job names no '
-    '"scheme" and the input\'s source attribute says rewardbench2'], ranks=(0, 3), out_dir=os.path.join(d, "out_p"))
+    '"scheme" and the input\'s source attribute says rewardbench2'], out_dir=os.path.join(d, "out_p"))
 # a v1 import, and an input without the attribute, keep the rewardbench-v1 default
 code, _, err = run(["import", "rewardbench", v1_rows, "-o", os.path.join(d, "rb1.h5")])
 with h5py.File(os.path.join(d, "rb1.h5"), "a") as f:
