@@ -86,6 +86,23 @@ static void bench_free_opts(void *ptr) {
   free(o);
 }
 
+/* The position of the first key of `obj` (in order) that repeats an earlier one, or -1. Sorting
+ * keeps a long section list quick. */
+static int64_t repeated_key(const cJSON *obj) {
+  int64_t n = cJSON_GetArraySize(obj), first = 0, i = 0;
+  const char **keys = malloc(sizeof(char *) * (size_t)(n ? n : 1));
+  if (!keys) {  /* no memory for the fast way: the slow one */
+    for (const cJSON *c = obj->child; c; c = c->next, i++)
+      for (const cJSON *d = obj->child; d != c; d = d->next)
+        if (strcmp(c->string, d->string) == 0) return i;
+    return -1;
+  }
+  for (const cJSON *c = obj->child; c; c = c->next) keys[i++] = c->string;
+  int64_t at = rd_first_duplicate(keys, n, &first);
+  free(keys);
+  return at;
+}
+
 /* {"sections": {NAME: {SUBSET: WEIGHT, ...}, ...}, "item_rule": "strict" | "tie-credit",
  *  "ties_subset": NAME} */
 static int parse_custom(bench_opts *o, const cJSON *sch, const rd_where *jw, cJSON *eff, rd_status *st) {
@@ -109,12 +126,12 @@ static int parse_custom(bench_opts *o, const cJSON *sch, const rd_where *jw, cJS
   if (!o->sections) return rd_fail(st, RD_EFAIL, "out of memory");
   cJSON *esecs = cJSON_CreateObject();
   int i = 0;
+  int64_t repeated_section = repeated_key(secs);
   for (const cJSON *s = secs->child; s; s = s->next, i++) {
-    for (const cJSON *t = secs->child; t != s; t = t->next)
-      if (strcmp(t->string, s->string) == 0) {
-        cJSON_Delete(esecs);
-        return rd_fail(st, RD_EINPUT, "%s: section \"%s\" appears twice", w.path, s->string);
-      }
+    if (i == repeated_section) {
+      cJSON_Delete(esecs);
+      return rd_fail(st, RD_EINPUT, "%s: section \"%s\" appears twice", w.path, s->string);
+    }
     if (!s->string[0] || !cJSON_IsObject(s) || !s->child) {
       cJSON_Delete(esecs);
       return rd_fail(st, RD_EINPUT, "%s: section \"%s\" must be a non-empty object {SUBSET: WEIGHT, ...}", w.path,
@@ -131,12 +148,12 @@ static int parse_custom(bench_opts *o, const cJSON *sch, const rd_where *jw, cJS
     }
     cJSON *es = cJSON_AddObjectToObject(esecs, s->string);
     int k = 0;
+    int64_t repeated_subset = repeated_key(s);
     for (const cJSON *e = s->child; e; e = e->next, k++) {
-      for (const cJSON *f = s->child; f != e; f = f->next)
-        if (strcmp(f->string, e->string) == 0) {
-          cJSON_Delete(esecs);
-          return rd_fail(st, RD_EINPUT, "%s: section \"%s\" names subset \"%s\" twice", w.path, s->string, e->string);
-        }
+      if (k == repeated_subset) {
+        cJSON_Delete(esecs);
+        return rd_fail(st, RD_EINPUT, "%s: section \"%s\" names subset \"%s\" twice", w.path, s->string, e->string);
+      }
       if (!e->string[0] || !cJSON_IsNumber(e) || !isfinite(e->valuedouble) || e->valuedouble <= 0) {
         cJSON_Delete(esecs);
         return rd_fail(st, RD_EINPUT, "%s: section \"%s\", subset \"%s\": the weight must be a positive number",
