@@ -27,9 +27,10 @@ const char *rd_io_cause(int err) {
 }
 
 /* The start time of process `pid` in clock ticks since boot (field 22 of /proc/PID/stat), or 0 when
- * it cannot be read (no such process, or no /proc). The command name (field 2) may hold spaces and
- * parentheses: the fields after it start after its last ')'. */
-static unsigned long long proc_start(long pid) {
+ * it cannot be read (no such process, or no /proc); *state gets field 3 ('Z' for a zombie: a process
+ * that has ended but was not reaped, as the ranks of a killed mpiexec may stay). The command name
+ * (field 2) may hold spaces and parentheses: the fields after it start after its last ')'. */
+static unsigned long long proc_start(long pid, char *state) {
   char path[64], buf[1024];
   snprintf(path, sizeof path, "/proc/%ld/stat", pid);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -41,6 +42,8 @@ static unsigned long long proc_start(long pid) {
   const char *p = strrchr(buf, ')');
   if (!p) return 0;
   p++;
+  while (*p == ' ') p++;
+  if (state) *state = *p;
   for (int field = 3; field < 22 && *p; field++) {  /* skip fields 3..21 */
     while (*p == ' ') p++;
     while (*p && *p != ' ') p++;
@@ -67,7 +70,7 @@ static char owner[256];
 const char *rd_owner_tag(void) {
   if (!owner[0]) {
     host_tag(owner_host, sizeof owner_host);
-    snprintf(owner, sizeof owner, "%s.%ld.%llu", owner_host, (long)getpid(), proc_start((long)getpid()));
+    snprintf(owner, sizeof owner, "%s.%ld.%llu", owner_host, (long)getpid(), proc_start((long)getpid(), NULL));
   }
   return owner;
 }
@@ -142,7 +145,9 @@ int rd_side_owner_alive(const rd_side_name *s) {
   if (s->legacy || strcmp(s->host, rd_owner_host()) != 0) return -1;  /* cannot tell from here */
   if (s->pid <= 0) return 0;
   if (kill((pid_t)s->pid, 0) != 0 && errno == ESRCH) return 0;
-  unsigned long long now = proc_start(s->pid);
+  char state = '?';
+  unsigned long long now = proc_start(s->pid, &state);
+  if (state == 'Z' || state == 'X') return 0;  /* ended, not yet reaped */
   /* a process with that pid and another start time reused the pid; without /proc (start 0 on either
    * side) the pid alone decides */
   return now == 0 || s->start == 0 || now == s->start;
