@@ -246,14 +246,15 @@ int rd_dir_lock_take(const char *dir, int wait, FILE *log, rd_dir_lock *lk, rd_s
       lk->unsupported = 1;
       if (log)
         fprintf(log, "rmdiag: warning: %s: this file system does not support file locks (%s); another run on the same "
-                "output folder would not be stopped (see docs/reference.md, 'One run per output folder')\n", dir,
-                strerror(errno));
+                "output folder would not be stopped (docs/reference.md, 'The job file': One run per output folder)\n",
+                dir, strerror(errno));
       return RD_OK;
     }
     if (r == -1) return rd_fail(st, RD_EFAIL, "%s: cannot lock the output folder: %s", lk->path, strerror(errno));
     if (r == 0 && !wait)
       return rd_fail(st, RD_EINPUT, "%s: another rmdiag run is writing to this output folder (%s); nothing was "
-                     "written: wait for it to end, or pass --wait to start when it has", dir, who);
+                     "written: wait for it to end, or pass --wait to start when it has (if that run is gone with its "
+                     "node, remove %s)", dir, who, lk->path);
     if (r == 0 && !said && log) {
       fprintf(log, "rmdiag: %s: another rmdiag run is writing to this output folder (%s); waiting for it to end "
               "(--wait)\n", dir, who);

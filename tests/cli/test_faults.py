@@ -178,6 +178,11 @@ def fill_to(path, free):
     return free_bytes(path)
 
 
+# the reports the failed runs below should have made: an uninterrupted run of the same spec elsewhere
+big_ref = write_job(os.path.join(d, "big_ref.json"), [{"name": "a", "kind": "cm", "input": "big.h5", "bootstrap": 0}],
+                    output_dir="out_big_ref", seed=2)
+code, _, err = run(["run", big_ref])
+check(code == 0, f"the reference of the full-disk and size-limit runs ({err[-200:]})")
 fs = os.path.join(d, "fs")
 why = try_mount(fs, "4m")
 if why:
@@ -233,6 +238,13 @@ else:
             now = snapshot(fs)
             now.pop("filler", None)
             check(now == old, f"2 ranks: the old outputs intact, nothing else left: {sorted(now)}")
+        # with room again, --resume (--force: the old outputs are another spec's) makes the reports of an
+        # uninterrupted run
+        os.remove(os.path.join(fs, "filler"))
+        code, _, err = run(["run", jd2, "--resume", "--force"])
+        check(code == 0 and sorted(outputs_in(fs)) == ["a.h5", "a.json"], f"full disk, then room: {code} {err[-200:]}")
+        diff = same_outputs(fs, os.path.join(d, "out_big_ref"), ["a"])
+        check(diff is None, f"full disk, then room: the reports of an uninterrupted run ({diff})")
     finally:
         subprocess.run(["umount", fs])
 
@@ -265,6 +277,8 @@ for limit in (h5_size // 2, h5_size - 1500, h5_size - 1):
     check(snapshot(lim_dir) == old, f"limit {limit}: the old outputs intact, nothing left: {outputs_in(lim_dir)}")
 check(stages == {"dataset", "close"}, f"the limit was hit in a dataset write and when closing: {stages}")
 code, err = run_limited(["run", jl2, "--force"], h5_size)
-check(code == 0 and load_report(os.path.join(lim_dir, "a.json"))["rmdiag"]["seed"] == 2,
+check(code == 0 and sorted(outputs_in(lim_dir)) == ["a.h5", "a.json"],
       f"a limit the outputs fit in: the run ends well ({code} {err[-200:]})")
+diff = same_outputs(lim_dir, os.path.join(d, "out_big_ref"), ["a"])
+check(diff is None, f"a limit the outputs fit in: the reports of an uninterrupted run ({diff})")
 done()
