@@ -72,7 +72,8 @@ t0 = time.time()
 code, _, err = run(["run", job(2)])
 took = time.time() - t0
 check(code == 2 and f"{folder}: another rmdiag run is writing to this output folder (host " in err and
-      f"pid {a.pid})" in err and "--wait" in err, f"1: the second run exits 2 naming the folder and the holder: {code} {err}")
+      f"pid {a.pid})" in err and "--wait" in err,
+      f"1: the second run exits 2 naming the folder and the holder: {code} {err}")
 check(took < 20, f"1: ... at once ({took:.1f} s)")
 code, err = finish(a, "1: the first run")
 check(code == 0, f"1: the first run ends well: {code} {err[-300:]}")

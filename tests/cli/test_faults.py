@@ -209,8 +209,9 @@ else:
             now.pop("filler", None)
             if code == 0:
                 seen["ok"] += 1
-                check(sorted(now) == ["a.h5", "a.json"] and load_report(os.path.join(fs, "a.json"))["rmdiag"]["seed"] == 2,
-                      f"free {got}: a run that ends well has replaced both files")
+                seed = load_report(os.path.join(fs, "a.json"))["rmdiag"]["seed"]
+                check(sorted(now) == ["a.h5", "a.json"] and seed == 2, f"free {got}: a run that ends well has replaced "
+                      "both files")
                 # back to the old outputs for the next try
                 for n, b in old.items():
                     with open(os.path.join(fs, n), "wb") as f:

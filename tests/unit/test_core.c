@@ -362,7 +362,8 @@ static void test_duplicates(void) {
   struct {
     const char *text, *key;
   } cases[] = {
-      {"{\"b\": 1, \"c\": {\"d\": 1, \"d\": 2}, \"b\": 2}", "d"},  /* depth first: d's object comes before the second b */
+      /* depth first: d's object comes before the second b */
+      {"{\"b\": 1, \"c\": {\"d\": 1, \"d\": 2}, \"b\": 2}", "d"},
       {"{\"b\": 1, \"b\": 2, \"c\": {\"d\": 1, \"d\": 2}}", "b"},
       {"{\"a\": [{\"x\": 1}, {\"y\": 1, \"z\": 0, \"y\": 2}], \"q\": {\"q\": 1}}", "y"},
       {"{\"a\": {\"x\": 1, \"x\": 2}, \"a\": 3}", "x"},
@@ -392,8 +393,8 @@ static void test_duplicates(void) {
   int rc2 = rd_json_no_duplicate_keys(v2, "big", &st);
   double t2 = cpu_now();
   CHECK(rc == RD_OK, "200,000 distinct keys: no duplicate (%s)", st.msg);
-  CHECK(rc2 == RD_EINPUT && strstr(st.msg, "big: key \"k123\" appears twice in one object"), "the repeat at the end: %s",
-        st.msg);
+  CHECK(rc2 == RD_EINPUT && strstr(st.msg, "big: key \"k123\" appears twice in one object"),
+        "the repeat at the end: %s", st.msg);
   CHECK(t1 - t0 < 0.5 && t2 - t1 < 0.5, "200,000 keys checked in %.3f s and %.3f s of CPU (expected well under a "
         "second)", t1 - t0, t2 - t1);
   printf("duplicate keys: 200,000 keys checked in %.3f s (no repeat) and %.3f s (a repeat at the end) of CPU\n",
@@ -498,7 +499,8 @@ static void test_recover(void) {
             has(AT("%s/.g.json.tmp.77", dir), "legacy"), "without the lock: live and other-host temporaries stay");
   rd_outputs_recover(dir, names, 7, 1, NULL);
   CHECK(has(AT("%s/.f.h5.tmp.%s", dir, me), "live") && has(AT("%s/.g.h5.tmp.%s", dir, other), NULL) &&
-            has(AT("%s/.g.json.tmp.77", dir), NULL) && has(AT("%s/.zz.h5.tmp.%s", dir, other), "not a job of this file"),
+            has(AT("%s/.g.json.tmp.77", dir), NULL) &&
+            has(AT("%s/.zz.h5.tmp.%s", dir, other), "not a job of this file"),
         "with the lock: other hosts' (and legacy) temporaries of this file's jobs go; a live one and others stay");
   unlink(AT("%s/.f.h5.tmp.%s", dir, me)), unlink(AT("%s/.zz.h5.tmp.%s", dir, other));
   const char *left[] = {"a.json", "a.h5", "b.json", "b.h5", "c.json", "c.h5", "d.json", "d.h5", "e.h5"};
