@@ -204,10 +204,11 @@ static void lock_holder(int fd, char *out, size_t len) {
 static int lock_unsupported(int err) { return err == ENOLCK || err == ENOSYS || err == EOPNOTSUPP || err == EINVAL; }
 
 /* One attempt: 1 taken, 0 held by another run (holder in `who`), -1 an error (errno set), -2 the
- * file vanished or was replaced under us (its holder removed it on leaving): try again. */
+ * file vanished or was replaced under us (its holder removed it on leaving): try again; -3 the
+ * folder cannot be written at all. */
 static int lock_try(const char *path, rd_dir_lock *lk, char *who, size_t wholen) {
   int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-  if (fd < 0) return errno == ENOENT ? -2 : -1;
+  if (fd < 0) return errno == ENOENT ? -2 : errno == EROFS || errno == EACCES || errno == EPERM ? -3 : -1;
   struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
   if (fcntl(fd, F_SETLK, &fl) != 0) {
     int e = errno;
@@ -242,6 +243,9 @@ int rd_dir_lock_take(const char *dir, int wait, FILE *log, rd_dir_lock *lk, rd_s
     char who[256] = "";
     int r = lock_try(lk->path, lk, who, sizeof who);
     if (r == 1) break;
+    /* a folder nobody can write to needs no lock: a run whose jobs are all up to date still works
+     * there, and one that has to write fails at its first output with the reason */
+    if (r == -3) return RD_OK;
     if (r == -1 && lock_unsupported(errno)) {
       lk->unsupported = 1;
       if (log)

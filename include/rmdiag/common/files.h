@@ -49,7 +49,8 @@ typedef struct rd_dir_lock {
 
 /* Takes the lock of `dir` (which exists). Held by another run: RD_EINPUT naming the folder and the
  * holder, or with `wait` a message on `log` (may be NULL) and a wait until it is free. A file system
- * without locks: a warning on `log`, RD_OK and nothing held. */
+ * without locks: a warning on `log`, RD_OK and nothing held; a folder this process cannot write to:
+ * RD_OK and nothing held (nothing can be written there anyway). */
 int rd_dir_lock_take(const char *dir, int wait, FILE *log, rd_dir_lock *lk, rd_status *st);
 /* Removes the lock file and lets go (nothing when not held). */
 void rd_dir_lock_drop(rd_dir_lock *lk);
