@@ -424,6 +424,26 @@ static void test_duplicates(void) {
         "50,000 jobs, the last name repeated: %s", st.msg);
   CHECK(t1 - t0 < 5.0, "50,000 jobs parsed in %.3f s of CPU", t1 - t0);
   printf("job names: 50,000 jobs parsed in %.3f s of CPU\n", t1 - t0);
+  /* the kinds' lists: 50,000 cm strata, benchmark sections and subsets, the last one repeated */
+  const char *lists[3][2] = {
+      {"\"kind\": \"cm\", \"strata\": [", "covariate \"c777\" is already stratified by strata[777]"},
+      {"\"kind\": \"benchmark\", \"scheme\": {\"sections\": {", "section \"c777\" appears twice"},
+      {"\"kind\": \"benchmark\", \"scheme\": {\"sections\": {\"s\": {", "section \"s\" names subset \"c777\" twice"}};
+  for (int l = 0; l < 3; l++) {
+    k = (size_t)sprintf(jt, "{\"output_dir\": \"o\", \"jobs\": [{\"name\": \"a\", \"input\": \"x\", %s", lists[l][0]);
+    for (int i = 0; i < nj; i++) {
+      int c = i == nj - 1 ? 777 : i;
+      if (l == 0) k += (size_t)sprintf(jt + k, "%s{\"covariate\": \"c%d\", \"bins\": 2}", i ? ", " : "", c);
+      else if (l == 1) k += (size_t)sprintf(jt + k, "%s\"c%d\": {\"x\": 1}", i ? ", " : "", c);
+      else k += (size_t)sprintf(jt + k, "%s\"c%d\": 1", i ? ", " : "", c);
+    }
+    strcpy(jt + k, l == 0 ? "]}]}" : l == 1 ? "}}}]}" : "}}}}]}");
+    t0 = cpu_now();
+    rc = parse_text(jt, &st);
+    t1 = cpu_now();
+    CHECK(rc == RD_EINPUT && strstr(st.msg, lists[l][1]), "list %d of 50,000, the last repeated: %s", l, st.msg);
+    CHECK(t1 - t0 < 5.0, "list %d of 50,000 parsed in %.3f s of CPU", l, t1 - t0);
+  }
   free(jt);
 }
 
