@@ -137,6 +137,8 @@ static double lerp_numpy(double a, double b, double g) {
   return g >= 0.5 ? b - d * (1.0 - g) : a + d * g;
 }
 
+double rd_quantile_lerp(double a, double b, double g) { return lerp_numpy(a, b, g); }
+
 /* Position h = (n - 1) q split into the order statistic k and the fraction g. */
 static void quantile_pos(size_t n, double q, size_t *k, double *g) {
   double h = (double)(n - 1) * q;
@@ -144,6 +146,8 @@ static void quantile_pos(size_t n, double q, size_t *k, double *g) {
   if (*k > n - 1) *k = n - 1;
   *g = h - (double)*k;
 }
+
+void rd_quantile_pos(size_t n, double q, size_t *k, double *g) { quantile_pos(n, q, k, g); }
 
 void rd_quantiles_inplace(double *work, size_t n, const double *q, size_t nq, double *out) {
   size_t from = 0;
@@ -285,3 +289,125 @@ int rd_summarize(const double *x, size_t n, rd_summary *s) {
   free(w);
   return 0;
 }
+
+/* ---- rd_sum over parts ---------------------------------------------------------------------- */
+
+static inline double sum_term(double x, const double *center) {
+  return center ? (x - *center) * (x - *center) : x;
+}
+
+/* Sums of whole blocks, four blocks side by side (four independent chains, each adding its block
+ * left to right from 0.0 as rd_sum does). */
+static void block_sums(const double *x, size_t nb, const double *center, double *out) {
+  const size_t B = RD_SUM_BLOCK;
+  size_t b = 0;
+  for (; b + 4 <= nb; b += 4) {
+    const double *a0 = x + b * B, *a1 = a0 + B, *a2 = a1 + B, *a3 = a2 + B;
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    if (center) {
+      const double c = *center;
+      for (size_t i = 0; i < B; i++) {
+        s0 += (a0[i] - c) * (a0[i] - c);
+        s1 += (a1[i] - c) * (a1[i] - c);
+        s2 += (a2[i] - c) * (a2[i] - c);
+        s3 += (a3[i] - c) * (a3[i] - c);
+      }
+    } else {
+      for (size_t i = 0; i < B; i++) {
+        s0 += a0[i];
+        s1 += a1[i];
+        s2 += a2[i];
+        s3 += a3[i];
+      }
+    }
+    out[b] = s0;
+    out[b + 1] = s1;
+    out[b + 2] = s2;
+    out[b + 3] = s3;
+  }
+  for (; b < nb; b++) {
+    double s = 0.0;
+    for (size_t i = 0; i < B; i++) s += sum_term(x[b * B + i], center);
+    out[b] = s;
+  }
+}
+
+/* The part's pieces when some values are NaN: one pass in order, positions counting the others. */
+static size_t sum_part_skip(const double *x, size_t n, size_t n_def, int64_t off, const double *center, double *out) {
+  const size_t B = RD_SUM_BLOCK;
+  size_t head = (B - (size_t)((uint64_t)off % B)) % B;
+  if (head > n_def) head = n_def;
+  size_t nb = (n_def - head) / B, tail = n_def - head - nb * B, end_blocks = head + nb * B;
+  out[0] = (double)head;
+  out[1] = (double)nb;
+  out[2] = (double)tail;
+  double *o = out + 3, s = 0.0;
+  size_t j = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (isnan(x[i])) continue;
+    double v = sum_term(x[i], center);
+    if (j < head || j >= end_blocks) {
+      *o++ = v;
+    } else {
+      s += v;
+      if ((j - head + 1) % B == 0) {
+        *o++ = s;
+        s = 0.0;
+      }
+    }
+    j++;
+  }
+  return (size_t)(o - out);
+}
+
+size_t rd_count_defined(const double *x, size_t n) {
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) m += !isnan(x[i]);
+  return m;
+}
+
+size_t rd_sum_part(const double *x, size_t n, int64_t off, const double *center, double *out) {
+  const size_t B = RD_SUM_BLOCK;
+  size_t n_def = rd_count_defined(x, n);
+  if (n_def != n) return sum_part_skip(x, n, n_def, off, center, out);
+  size_t head = (B - (size_t)((uint64_t)off % B)) % B;
+  if (head > n) head = n;
+  size_t nb = (n - head) / B, tail = n - head - nb * B;
+  out[0] = (double)head;
+  out[1] = (double)nb;
+  out[2] = (double)tail;
+  double *o = out + 3;
+  for (size_t i = 0; i < head; i++) *o++ = sum_term(x[i], center);
+  block_sums(x + head, nb, center, o);
+  o += nb;
+  for (size_t i = n - tail; i < n; i++) *o++ = sum_term(x[i], center);
+  return (size_t)(o - out);
+}
+
+void rd_sum_begin(rd_sum_state *z) {
+  z->total = 0.0;
+  z->s = 0.0;
+  z->pos = 0;
+}
+
+size_t rd_sum_add_part(rd_sum_state *z, const double *part) {
+  const uint64_t B = RD_SUM_BLOCK;
+  size_t h = (size_t)part[0], nb = (size_t)part[1], t = (size_t)part[2];
+  const double *p = part + 3;
+  for (size_t i = 0; i < h + nb + t; i++) {
+    if (i >= h && i < h + nb) {  /* a whole block: it starts and ends on boundaries */
+      z->total += *p++;
+      z->pos += B;
+      continue;
+    }
+    z->s += *p++;
+    if (++z->pos % B == 0) {
+      z->total += z->s;
+      z->s = 0.0;
+    }
+  }
+  return (size_t)(p - part);
+}
+
+double rd_sum_end(const rd_sum_state *z) { return z->pos % RD_SUM_BLOCK != 0 ? z->total + z->s : z->total; }
+
