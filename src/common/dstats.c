@@ -117,16 +117,19 @@ static unsigned pick_bucket(const uint32_t *h, unsigned bins, int64_t *rem) {
   return bins - 1;  /* unreachable when k < total */
 }
 
-/* Round 1: histograms of the top bits of each set with targets; every target gets its bucket and
- * the groups (set, bucket) hold this rank's keys in them. */
-static int first_round(const rd_ctx *ctx, int n_sets, const double *const *x, const size_t *n, int n_t, const int *set,
-                       int64_t *rem, uint64_t *prefix, int *group_of, key_group **groups_out, int *n_groups_out) {
-  uint32_t *loc = calloc((size_t)n_sets * TOP_BINS, sizeof *loc), *glob = dmalloc(ctx, sizeof *glob * (size_t)n_sets * TOP_BINS);
-  int *want = calloc((size_t)n_sets, sizeof *want);
-  if (!loc || !want) rd_abort(ctx, __FILE__, __LINE__, "out of memory for distributed statistics");
+/* Rounds 1 and 2 over the rank's whole parts: a histogram of the keys' top 16 bits of each set with
+ * targets (four side by side: close values, probabilities, fall in few bins and increments of one
+ * counter would wait on each other), all-reduced; every target takes its bucket; then a histogram of
+ * the next 8 bits within the targets' buckets, all-reduced; then the groups (set, 24-bit prefix)
+ * receive this rank's keys with those prefixes, a small fraction of the values (no copy of the
+ * larger 16-bit buckets). */
+static int first_rounds(const rd_ctx *ctx, int n_sets, const double *const *x, const size_t *n, int n_t, const int *set,
+                        int64_t *rem, uint64_t *prefix, int *group_of, key_group **groups_out, int *n_groups_out) {
+  int *want = dcalloc(ctx, (size_t)n_sets, sizeof *want), *hist_of = dcalloc(ctx, (size_t)n_sets, sizeof *hist_of);
+  int nw = 0;
   for (int t = 0; t < n_t; t++) want[set[t]] = 1;
-  /* four histograms side by side: values close together (probabilities) fall in few bins, and
-   * increments of one counter would wait on each other */
+  for (int s = 0; s < n_sets; s++) hist_of[s] = want[s] ? nw++ : -1;
+  uint32_t *loc = dcalloc(ctx, (size_t)nw * TOP_BINS, sizeof *loc), *glob = dmalloc(ctx, sizeof *glob * (size_t)nw * TOP_BINS);
   uint32_t *h4 = dmalloc(ctx, sizeof(uint32_t) * 4 * TOP_BINS);
   for (int s = 0; s < n_sets; s++) {
     if (!want[s]) continue;
@@ -138,44 +141,83 @@ static int first_round(const rd_ctx *ctx, int n_sets, const double *const *x, co
         if (!isnan(xs[i + c])) h4[c * TOP_BINS + (rd_order_key(xs[i + c]) >> (64 - TOP_BITS))]++;
     for (; i < n[s]; i++)
       if (!isnan(xs[i])) h4[rd_order_key(xs[i]) >> (64 - TOP_BITS)]++;
-    uint32_t *h = loc + (size_t)s * TOP_BINS;
+    uint32_t *h = loc + (size_t)hist_of[s] * TOP_BINS;
     for (int d = 0; d < TOP_BINS; d++) h[d] = h4[d] + h4[TOP_BINS + d] + h4[2 * TOP_BINS + d] + h4[3 * TOP_BINS + d];
   }
   free(h4);
-  RD_MPI_CHECK(ctx, MPI_Allreduce(loc, glob, n_sets * TOP_BINS, MPI_UINT32_T, MPI_SUM, ctx->comm));
-  /* groups: one per distinct (set, bucket), in target order */
-  key_group *g = calloc((size_t)n_t, sizeof *g);
-  int ng = 0;
+  RD_MPI_CHECK(ctx, MPI_Allreduce(loc, glob, nw * TOP_BINS, MPI_UINT32_T, MPI_SUM, ctx->comm));
+  /* the 16-bit buckets holding targets, one slot per distinct (set, bucket), in target order */
+  int *slot_of_t = dmalloc(ctx, sizeof(int) * (size_t)n_t), ns = 0;
+  int *slot_set = dmalloc(ctx, sizeof(int) * (size_t)n_t);
   for (int t = 0; t < n_t; t++) {
-    unsigned d = pick_bucket(glob + (size_t)set[t] * TOP_BINS, TOP_BINS, &rem[t]);
+    unsigned d = pick_bucket(glob + (size_t)hist_of[set[t]] * TOP_BINS, TOP_BINS, &rem[t]);
     prefix[t] = d;
-    group_of[t] = -1;
-    for (int j = 0; j < ng; j++)
-      if (g[j].set == set[t] && g[j].prefix == d) group_of[t] = j;
-    if (group_of[t] < 0) {
-      g[ng] = (key_group){.set = set[t], .bits = TOP_BITS, .prefix = d};
-      g[ng].keys = dmalloc(ctx, sizeof(uint64_t) * loc[(size_t)set[t] * TOP_BINS + d]);
-      group_of[t] = ng++;
+    slot_of_t[t] = -1;
+    for (int t2 = 0; t2 < t; t2++)
+      if (set[t2] == set[t] && prefix[t2] == d) slot_of_t[t] = slot_of_t[t2];
+    if (slot_of_t[t] < 0) {
+      slot_set[ns] = set[t];
+      slot_of_t[t] = ns++;
     }
   }
-  /* one pass per set fills its groups (a bucket -> group table) */
+  free(loc);
+  free(glob);
+  /* round 2: the next 8 bits within those buckets, straight from the values */
   int32_t *slot = dmalloc(ctx, sizeof(int32_t) * TOP_BINS);
+  uint32_t *l2 = dcalloc(ctx, (size_t)ns * DIGIT_BINS, sizeof *l2), *g2 = dmalloc(ctx, sizeof *g2 * (size_t)ns * DIGIT_BINS);
   for (int s = 0; s < n_sets; s++) {
     if (!want[s]) continue;
     for (int d = 0; d < TOP_BINS; d++) slot[d] = -1;
-    for (int j = 0; j < ng; j++)
-      if (g[j].set == s) slot[g[j].prefix] = j;
+    for (int t = 0; t < n_t; t++)
+      if (set[t] == s) slot[prefix[t]] = slot_of_t[t];
     for (size_t i = 0; i < n[s]; i++) {
       if (isnan(x[s][i])) continue;
       uint64_t key = rd_order_key(x[s][i]);
       int32_t j = slot[key >> (64 - TOP_BITS)];
-      if (j >= 0) g[j].keys[g[j].n++] = key;
+      if (j >= 0) l2[(size_t)j * DIGIT_BINS + digit_of(key, TOP_BITS, DIGIT_BITS)]++;
+    }
+  }
+  RD_MPI_CHECK(ctx, MPI_Allreduce(l2, g2, ns * DIGIT_BINS, MPI_UINT32_T, MPI_SUM, ctx->comm));
+  /* groups: one per distinct (set, 24-bit prefix), in target order; (slot, digit) -> group */
+  key_group *g = calloc((size_t)n_t, sizeof *g);
+  int32_t *group_at = dmalloc(ctx, sizeof(int32_t) * (size_t)ns * DIGIT_BINS);
+  if (!g) rd_abort(ctx, __FILE__, __LINE__, "out of memory for distributed statistics");
+  for (size_t i = 0; i < (size_t)ns * DIGIT_BINS; i++) group_at[i] = -1;
+  int ng = 0;
+  for (int t = 0; t < n_t; t++) {
+    int sl = slot_of_t[t];
+    unsigned d = pick_bucket(g2 + (size_t)sl * DIGIT_BINS, DIGIT_BINS, &rem[t]);
+    prefix[t] = (prefix[t] << DIGIT_BITS) | d;
+    int32_t *at = &group_at[(size_t)sl * DIGIT_BINS + d];
+    if (*at < 0) {
+      g[ng] = (key_group){.set = set[t], .bits = TOP_BITS + DIGIT_BITS, .prefix = prefix[t]};
+      g[ng].keys = dmalloc(ctx, sizeof(uint64_t) * l2[(size_t)sl * DIGIT_BINS + d]);
+      *at = ng++;
+    }
+    group_of[t] = *at;
+  }
+  for (int s = 0; s < n_sets; s++) {
+    if (!want[s]) continue;
+    for (int d = 0; d < TOP_BINS; d++) slot[d] = -1;
+    for (int t = 0; t < n_t; t++)
+      if (set[t] == s) slot[prefix[t] >> DIGIT_BITS] = slot_of_t[t];
+    for (size_t i = 0; i < n[s]; i++) {
+      if (isnan(x[s][i])) continue;
+      uint64_t key = rd_order_key(x[s][i]);
+      int32_t j = slot[key >> (64 - TOP_BITS)];
+      if (j < 0) continue;
+      int32_t q = group_at[(size_t)j * DIGIT_BINS + digit_of(key, TOP_BITS, DIGIT_BITS)];
+      if (q >= 0) g[q].keys[g[q].n++] = key;
     }
   }
   free(slot);
-  free(loc);
-  free(glob);
+  free(l2);
+  free(g2);
+  free(group_at);
+  free(slot_of_t);
+  free(slot_set);
   free(want);
+  free(hist_of);
   *groups_out = g;
   *n_groups_out = ng;
   return RD_OK;
@@ -230,17 +272,87 @@ static void next_round(const rd_ctx *ctx, int n_t, int64_t *rem, uint64_t *prefi
   *ngp = nn;
 }
 
+static int radix_select(const rd_ctx *ctx, int n_sets, const double *const *x, const size_t *n, int n_targets,
+                        const int *set, const int64_t *k, double *value);
+
+/* Sequences of fewer than RD_SORT_SMALL defined values: gathered in order on every rank and sorted
+ * there as rd_summarize sorts them; their targets are answered and taken out (*set_out = -1). */
+static void small_sets(const rd_ctx *ctx, int n_sets, const double *const *x, const size_t *n, int n_t, const int *set,
+                       const int64_t *k, double *value, int *set_out) {
+  size_t *m = dcalloc(ctx, (size_t)n_sets, sizeof *m);
+  int64_t *off = dcalloc(ctx, (size_t)n_sets, sizeof *off), *total = dcalloc(ctx, (size_t)n_sets, sizeof *total);
+  for (int s = 0; s < n_sets; s++) m[s] = rd_count_defined(x[s], n[s]);
+  rd_dist_counts(ctx, n_sets, m, off, total);
+  memcpy(set_out, set, sizeof(int) * (size_t)n_t);
+  int *cnt = dmalloc(ctx, sizeof(int) * (size_t)ctx->size), *dis = dmalloc(ctx, sizeof(int) * (size_t)ctx->size);
+  for (int s = 0; s < n_sets; s++) {
+    int used = 0;
+    for (int t = 0; t < n_t; t++) used |= set[t] == s;
+    if (!used || total[s] >= RD_SORT_SMALL) continue;
+    double *mine = dmalloc(ctx, sizeof(double) * (m[s] + 1)), *all = dmalloc(ctx, sizeof(double) * (size_t)(total[s] + 1));
+    size_t j = 0;
+    for (size_t i = 0; i < n[s]; i++)
+      if (!isnan(x[s][i])) mine[j++] = x[s][i];
+    int c = (int)m[s];
+    RD_MPI_CHECK(ctx, MPI_Allgather(&c, 1, MPI_INT, cnt, 1, MPI_INT, ctx->comm));
+    for (int r = 0, at = 0; r < ctx->size; r++) {
+      dis[r] = at;
+      at += cnt[r];
+    }
+    RD_MPI_CHECK(ctx, MPI_Allgatherv(mine, c, MPI_DOUBLE, all, cnt, dis, MPI_DOUBLE, ctx->comm));
+    rd_sort_doubles(all, (size_t)total[s]);
+    for (int t = 0; t < n_t; t++)
+      if (set[t] == s) {
+        value[t] = all[k[t]];
+        set_out[t] = -1;
+      }
+    free(mine);
+    free(all);
+  }
+  free(cnt);
+  free(dis);
+  free(m);
+  free(off);
+  free(total);
+}
+
 int rd_dist_order_stats(const rd_ctx *ctx, int n_sets, const double *const *x, const size_t *n, int n_targets,
                         const int *set, const int64_t *k, double *value) {
   if (n_targets <= 0) return RD_OK;
+  /* small sequences first; the radix selection takes the other targets */
+  int *set2 = dmalloc(ctx, sizeof(int) * (size_t)n_targets), *map = dmalloc(ctx, sizeof(int) * (size_t)n_targets);
+  small_sets(ctx, n_sets, x, n, n_targets, set, k, value, set2);
+  int nt = 0;
+  int64_t *k2 = dmalloc(ctx, sizeof(int64_t) * (size_t)n_targets);
+  for (int t = 0; t < n_targets; t++)
+    if (set2[t] >= 0) {
+      map[nt] = t;
+      set2[nt] = set2[t];
+      k2[nt++] = k[t];
+    }
+  if (nt > 0) {
+    double *v2 = dmalloc(ctx, sizeof(double) * (size_t)nt);
+    radix_select(ctx, n_sets, x, n, nt, set2, k2, v2);
+    for (int t = 0; t < nt; t++) value[map[t]] = v2[t];
+    free(v2);
+  }
+  free(set2);
+  free(map);
+  free(k2);
+  return RD_OK;
+}
+
+static int radix_select(const rd_ctx *ctx, int n_sets, const double *const *x, const size_t *n, int n_targets,
+                        const int *set, const int64_t *k, double *value) {
   int64_t *rem = dmalloc(ctx, sizeof(int64_t) * (size_t)n_targets);
   uint64_t *prefix = dmalloc(ctx, sizeof(uint64_t) * (size_t)n_targets);
   int *group_of = dmalloc(ctx, sizeof(int) * (size_t)n_targets);
   memcpy(rem, k, sizeof(int64_t) * (size_t)n_targets);
   key_group *g = NULL;
   int ng = 0;
-  first_round(ctx, n_sets, x, n, n_targets, set, rem, prefix, group_of, &g, &ng);
-  for (int bits = TOP_BITS; bits < 64; bits += DIGIT_BITS) next_round(ctx, n_targets, rem, prefix, group_of, &g, &ng);
+  first_rounds(ctx, n_sets, x, n, n_targets, set, rem, prefix, group_of, &g, &ng);
+  for (int bits = TOP_BITS + DIGIT_BITS; bits < 64; bits += DIGIT_BITS)
+    next_round(ctx, n_targets, rem, prefix, group_of, &g, &ng);
   for (int t = 0; t < n_targets; t++) value[t] = rd_order_value(prefix[t]);
   for (int j = 0; j < ng; j++) free(g[j].keys);
   free(g);

@@ -61,7 +61,7 @@ static inline double dval(uint64_t k) {
 /* LSD radix sort on 11-bit digits (6 passes, a pass skipped when one bucket holds every key);
  * small inputs go to qsort. -0.0 sorts before +0.0, which compare equal anyway. */
 void rd_sort_doubles(double *x, size_t n) {
-  if (n < 512) {
+  if (n < RD_SORT_SMALL) {
     qsort(x, n, sizeof *x, cmp_double);
     return;
   }
@@ -411,3 +411,115 @@ size_t rd_sum_add_part(rd_sum_state *z, const double *part) {
 
 double rd_sum_end(const rd_sum_state *z) { return z->pos % RD_SUM_BLOCK != 0 ? z->total + z->s : z->total; }
 
+
+/* ---- order statistics and distinct values of one array -------------------------------------- */
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Targets k[0..nk) (ascending ranks within keys[0..m)) of keys whose bits above `shift + 16` are
+ * all equal: small sets are sorted, larger ones split on the next 16 bits and only the buckets
+ * holding targets are looked into. Returns -1 when out of memory. */
+static int select_keys(uint64_t *keys, size_t m, int shift, const size_t *k, size_t nk, uint64_t *out) {
+  if (m <= 4096 || shift < 0) {
+    qsort(keys, m, sizeof *keys, cmp_u64);
+    for (size_t t = 0; t < nk; t++) out[t] = keys[k[t]];
+    return 0;
+  }
+  uint32_t *h = calloc(65536, sizeof *h);
+  if (!h) return -1;
+  for (size_t i = 0; i < m; i++) h[(keys[i] >> shift) & 0xFFFF]++;
+  size_t t = 0, cum = 0;
+  int rc = 0;
+  for (unsigned d = 0; d < 65536 && t < nk && rc == 0; d++) {
+    size_t c = h[d];
+    if (k[t] >= cum + c) {
+      cum += c;
+      continue;
+    }
+    /* targets t..u-1 fall in bucket d */
+    size_t u = t, *kk;
+    while (u < nk && k[u] < cum + c) u++;
+    uint64_t *sub = malloc(sizeof(uint64_t) * c);
+    kk = malloc(sizeof(size_t) * (u - t));
+    if (!sub || !kk) rc = -1;
+    for (size_t i = 0, j = 0; rc == 0 && i < m; i++)
+      if (((keys[i] >> shift) & 0xFFFF) == d) sub[j++] = keys[i];
+    for (size_t i = t; rc == 0 && i < u; i++) kk[i - t] = k[i] - cum;
+    if (rc == 0) rc = select_keys(sub, c, shift - 16, kk, u - t, out + t);
+    free(sub);
+    free(kk);
+    t = u;
+    cum += c;
+  }
+  free(h);
+  return rc;
+}
+
+int rd_order_stats(const double *x, size_t n, const size_t *k, size_t nk, double *out) {
+  /* many targets: a full sort is as cheap; few values: rd_sort_doubles' own order (its small sort
+   * may leave -0 and +0 in input order, which the keys' order would not) */
+  if (nk > 64 || n < RD_SORT_SMALL) {
+    double *w = malloc(sizeof(double) * (n ? n : 1));
+    if (!w) return -1;
+    memcpy(w, x, sizeof(double) * n);
+    rd_sort_doubles(w, n);
+    for (size_t t = 0; t < nk; t++) out[t] = w[k[t]];
+    free(w);
+    return 0;
+  }
+  /* the targets ascending (insertion sort of a few), each remembering where its value goes */
+  size_t ks[64], at[64];
+  for (size_t t = 0; t < nk; t++) {
+    size_t j = t;
+    while (j > 0 && ks[j - 1] > k[t]) {
+      ks[j] = ks[j - 1];
+      at[j] = at[j - 1];
+      j--;
+    }
+    ks[j] = k[t];
+    at[j] = t;
+  }
+  uint64_t *keys = malloc(sizeof(uint64_t) * (n ? n : 1)), res[64];
+  if (!keys) return -1;
+  for (size_t i = 0; i < n; i++) keys[i] = rd_order_key(x[i]);
+  int rc = select_keys(keys, n, 48, ks, nk, res);
+  for (size_t t = 0; rc == 0 && t < nk; t++) out[at[t]] = rd_order_value(res[t]);
+  free(keys);
+  return rc;
+}
+
+/* An open-addressing set of the values' bit patterns (zeros as +0). */
+size_t rd_distinct_sorted(const double *x, size_t n, double *out) {
+  size_t cap = 64;
+  while (cap < 2 * n + 2) cap <<= 1;
+  uint64_t *slot = NULL;
+  uint8_t *used = NULL;
+  size_t m = 0;
+  if (n > 0 && (slot = malloc(sizeof(uint64_t) * cap)) && (used = calloc(cap, 1))) {
+    for (size_t i = 0; i < n; i++) {
+      double v = x[i] == 0.0 ? 0.0 : x[i];
+      uint64_t b;
+      memcpy(&b, &v, sizeof b);
+      size_t s = (size_t)((b * 0x9E3779B97F4A7C15ull) >> 24) & (cap - 1);
+      while (used[s] && slot[s] != b) s = (s + 1) & (cap - 1);
+      if (used[s]) continue;
+      used[s] = 1;
+      slot[s] = b;
+      out[m++] = v;
+    }
+  } else if (n > 0) {
+    /* no memory for the set: sort everything and keep the distinct values */
+    memcpy(out, x, sizeof(double) * n);
+    rd_sort_doubles(out, n);
+    for (size_t i = 0; i < n; i++)
+      if (m == 0 || out[i] != out[m - 1]) out[m++] = out[i] == 0.0 ? 0.0 : out[i];
+    return m;
+  }
+  free(slot);
+  free(used);
+  rd_sort_doubles(out, m);
+  return m;
+}

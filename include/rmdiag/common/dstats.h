@@ -21,12 +21,12 @@ int rd_dist_counts(const rd_ctx *ctx, int n_sets, const size_t *n, int64_t *off,
 int rd_dist_sums(const rd_ctx *ctx, int n_sets, const double *const *x, const size_t *n, const int64_t *off,
                  const double *centers, double *sums);
 
-/* Collective. Order statistics (in rd_sort_doubles' order) of sequences without their NaN values:
- * value[t] is the k[t]-th smallest (0-based, below the number of defined values) of sequence
- * set[t], on every rank. A radix
- * selection: a histogram of the keys' top 16 bits, then 8 bits at a time among the values that
- * share the targets' prefixes (seven small all-reduces, whatever the ranks and the values). Meant
- * for a few targets. */
+/* Collective. Order statistics of sequences without their NaN values: value[t] is the value
+ * rd_sort_doubles puts at k[t] (0-based, below the number of defined values) in sequence set[t], on
+ * every rank. A radix selection: a histogram of the keys' top 16 bits, then 8 bits at a time among
+ * the values that share the targets' prefixes (seven small all-reduces, whatever the ranks and the
+ * values); a sequence of fewer than RD_SORT_SMALL values is gathered and sorted as a whole (that
+ * sort's order of -0 and +0 depends on their positions). Meant for a few targets. */
 int rd_dist_order_stats(const rd_ctx *ctx, int n_sets, const double *const *x, const size_t *n, int n_targets,
                         const int *set, const int64_t *k, double *value);
 

@@ -21,7 +21,9 @@ double rd_quantile_inplace(double *work, size_t n, double q);
 /* Several quantiles (q ascending) of n values; `work` is reordered. */
 void rd_quantiles_inplace(double *work, size_t n, const double *q, size_t nq, double *out);
 
-/* Sorts doubles ascending (NaN-free input): a radix sort, O(n). */
+/* Sorts doubles ascending (NaN-free input): a radix sort, O(n), in which -0 comes before +0; below
+ * RD_SORT_SMALL values, qsort (equal values, -0 and +0 among them, as qsort leaves them). */
+#define RD_SORT_SMALL 512
 void rd_sort_doubles(double *x, size_t n);
 /* Quantiles of n sorted values, same rule as rd_quantiles_inplace. */
 void rd_quantiles_sorted(const double *x, size_t n, const double *q, size_t nq, double *out);
@@ -82,6 +84,14 @@ typedef struct rd_sum_state {
 void rd_sum_begin(rd_sum_state *z);
 size_t rd_sum_add_part(rd_sum_state *z, const double *part);
 double rd_sum_end(const rd_sum_state *z);
+
+/* Order statistics of n NaN-free values: out[t] is the value rd_sort_doubles puts at k[t] (any
+ * order of k). A radix selection that looks only into
+ * the buckets holding targets (a full sort for many targets). Returns -1 when out of memory. */
+int rd_order_stats(const double *x, size_t n, const size_t *k, size_t nk, double *out);
+/* The distinct values among n finite ones, ascending, with -0 and +0 as one value (+0): what
+ * sorting and keeping the values unequal to their predecessor gives. out has room for n. */
+size_t rd_distinct_sorted(const double *x, size_t n, double *out);
 
 /* The number of values of x that are not NaN. */
 size_t rd_count_defined(const double *x, size_t n);

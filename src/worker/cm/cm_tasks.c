@@ -34,6 +34,32 @@ static void cm_bootstrap_block(const rd_stream *s, const double *F, int64_t U, i
 
 /* ---- strata ------------------------------------------------------------------------------- */
 
+/* Edge i of K quantile bins, i = 0..K: the i/K quantile of the finite values (order statistics k and
+ * k + 1 where it interpolates, found by selection rather than a sort). */
+static int quantile_edges(const double *fin, size_t nf, int64_t K, double *edges) {
+  size_t *k = malloc(sizeof(size_t) * 2 * (size_t)(K + 1)), nk = 0;
+  double *val = malloc(sizeof(double) * 2 * (size_t)(K + 1));
+  int rc = k && val ? 0 : -1;
+  for (int64_t i = 0; rc == 0 && i <= K; i++) {
+    size_t kk;
+    double g;
+    rd_quantile_pos(nf, (double)i / (double)K, &kk, &g);
+    k[nk++] = kk;
+    k[nk++] = kk + 1 < nf ? kk + 1 : kk;
+  }
+  if (rc == 0) rc = rd_order_stats(fin, nf, k, nk, val);
+  for (int64_t i = 0; rc == 0 && i <= K; i++) {
+    size_t kk;
+    double g;
+    rd_quantile_pos(nf, (double)i / (double)K, &kk, &g);
+    double a = val[2 * i], b = val[2 * i + 1];
+    edges[i] = g == 0.0 ? a : rd_quantile_lerp(a, b, g);
+  }
+  free(k);
+  free(val);
+  return rc;
+}
+
 /* The strata of one covariate, packed as [excluded, n_bins, then per bin: bin, lo, hi, n, tm, tg,
  * cm] (NaN for an undefined mean). */
 static int cm_strata_pack(const cm_stratum *sp, const double *cov, int64_t P, const double *tm, const double *tg,
@@ -58,10 +84,10 @@ static int cm_strata_pack(const cm_stratum *sp, const double *cov, int64_t P, co
   if (sp->bins > 0) {
     int64_t K = sp->bins;
     edges = malloc(sizeof(double) * (size_t)(K + 1));
-    rd_sort_doubles(fin, (size_t)nf);
-    for (int64_t i = 0; i <= K; i++) {
-      double q = (double)i / (double)K;
-      rd_quantiles_sorted(fin, (size_t)nf, &q, 1, &edges[i]);
+    if (!edges || quantile_edges(fin, (size_t)nf, K, edges) != 0) {
+      free(edges);
+      free(fin);
+      return rd_fail(st, RD_EFAIL, "out of memory");
     }
     int64_t ne = 1;
     for (int64_t i = 1; i <= K; i++)
@@ -69,13 +95,12 @@ static int cm_strata_pack(const cm_stratum *sp, const double *cov, int64_t P, co
     nb = ne > 1 ? ne - 1 : 1;
     if (ne == 1) edges[1] = edges[0];
   } else {
-    rd_sort_doubles(fin, (size_t)nf);
-    int64_t nu = 0;
-    for (int64_t i = 0; i < nf; i++)
-      if (nu == 0 || fin[i] != fin[nu - 1]) fin[nu++] = fin[i] == 0.0 ? 0.0 : fin[i];
-    nb = nu;
-    edges = fin;  /* the categories */
-    fin = NULL;
+    edges = malloc(sizeof(double) * (size_t)nf);
+    if (!edges) {
+      free(fin);
+      return rd_fail(st, RD_EFAIL, "out of memory");
+    }
+    nb = (int64_t)rd_distinct_sorted(fin, (size_t)nf, edges);  /* the categories */
   }
   /* per bin: n, and sum/count of TM, TG, CM, accumulated in pair order */
   double *acc = calloc((size_t)nb * 7, sizeof *acc);
