@@ -37,5 +37,6 @@ const rd_kind rd_kind_cm = {
     .free_opts = cm_free_opts,
     .validate = cm_validate,
     .check = cm_check,
+    .estimate = cm_estimate,
     .run = cm_run,
 };

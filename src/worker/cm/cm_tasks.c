@@ -107,25 +107,11 @@ static int cm_strata_pack(const cm_stratum *sp, const double *cov, int64_t P, co
   for (int64_t p = 0; p < P; p++) {
     double x = cov[p];
     if (!isfinite(x)) continue;
-    int64_t b;
-    if (sp->bins > 0) {
-      /* largest i with edges[i] <= x, the last bin closed */
-      int64_t lo = 0, hi = nb;  /* search edges[0..nb-1] */
-      while (hi - lo > 1) {
-        int64_t mid = (lo + hi) / 2;
-        if (edges[mid] <= x) lo = mid;
-        else hi = mid;
-      }
-      b = lo;
-    } else {
-      int64_t lo = 0, hi = nb - 1;
-      while (lo < hi) {
-        int64_t mid = (lo + hi) / 2;
-        if (edges[mid] < x) lo = mid + 1;
-        else hi = mid;
-      }
-      b = lo;
-    }
+    /* the largest i < nb with edges[i] <= x: for quantile bins the last bin is closed, for
+     * categories it is x's own (edges are strictly increasing and x >= edges[0]); without branches,
+     * which would mispredict on scattered covariates */
+    int64_t b = 0;
+    for (int64_t n = nb; n > 1; n -= n / 2) b = edges[b + n / 2] <= x ? b + n / 2 : b;
     double *a = acc + b * 7;
     a[0] += 1.0;
     const double v[3] = {tm[p], tg[p], cm[p]};
