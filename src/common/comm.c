@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rmdiag/common/signals.h"
 
@@ -181,6 +182,42 @@ int rd_allgather_rows(const rd_ctx *ctx, const void *mine, void *all, int64_t n_
   return gather_rows(ctx, mine, all, n_rows, block_rows, elem, 1);
 }
 
+/* Waits for req by testing it, first in a tight loop, then with pauses of 0.1 ms: MPI's own waits
+ * poll without pause, which on a machine shared with other work (or with more ranks than cores)
+ * takes the core from the rank being waited for. */
+static void wait_paced(const rd_ctx *ctx, MPI_Request *req) {
+  int done = 0;
+  double t0 = MPI_Wtime();
+  struct timespec pause = {0, 100000};
+  while (1) {
+    RD_MPI_CHECK(ctx, MPI_Test(req, &done, MPI_STATUS_IGNORE));
+    if (done) return;
+    if (MPI_Wtime() - t0 > 2e-3) nanosleep(&pause, NULL);
+  }
+}
+
+int rd_barrier_paced(const rd_ctx *ctx) {
+  if (ctx->size == 1) return RD_OK;
+  MPI_Request req;
+  RD_MPI_CHECK(ctx, MPI_Ibarrier(ctx->comm, &req));
+  wait_paced(ctx, &req);
+  return RD_OK;
+}
+
+int rd_wait_for(const rd_ctx *ctx, int src, int tag) {
+  char token;
+  MPI_Request req;
+  RD_MPI_CHECK(ctx, MPI_Irecv(&token, 1, MPI_CHAR, src, tag, ctx->comm, &req));
+  wait_paced(ctx, &req);
+  return RD_OK;
+}
+
+int rd_signal(const rd_ctx *ctx, int dest, int tag) {
+  char token = 1;
+  RD_MPI_CHECK(ctx, MPI_Send(&token, 1, MPI_CHAR, dest, tag, ctx->comm));
+  return RD_OK;
+}
+
 static const double *sort_costs;
 static int by_cost_desc(const void *a, const void *b) {
   int64_t i = *(const int64_t *)a, j = *(const int64_t *)b;
@@ -252,6 +289,9 @@ int rd_run_tasks_pinned(const rd_ctx *ctx, int64_t n_tasks, const double *cost, 
     for (int64_t i = 0; i < n; i++) pack[npack++] = out[i];
     free(out);
   }
+  /* the ranks finish their tasks at different times (rank 0 may hold long pinned ones): wait
+   * without taking a core from the ranks still working */
+  rd_barrier_paced(ctx);
   if (rd_agree(ctx, st) != RD_OK) {
     free(pack);
     free(owner);

@@ -75,6 +75,14 @@ int rd_run_tasks_pinned(const rd_ctx *ctx, int64_t n_tasks, const double *cost, 
 void rd_assign_tasks(int64_t n_tasks, const double *cost, int size, int *owner);
 void rd_assign_tasks_pinned(int64_t n_tasks, const double *cost, const int *pin, int size, int *owner);
 
+/* Waits that leave the core to others: a barrier, and a one-byte token from src (sent with
+ * rd_signal), tested first in a tight loop and then with 0.1 ms pauses. For waits on another rank's
+ * long serial work: MPI's own waits poll without pause, which on a shared machine (or with more
+ * ranks than cores) slows the rank being waited for. */
+int rd_barrier_paced(const rd_ctx *ctx);
+int rd_wait_for(const rd_ctx *ctx, int src, int tag);
+int rd_signal(const rd_ctx *ctx, int dest, int tag);
+
 /* Aborts the communicator after printing a message: for failures inside collective I/O, where a
  * local recovery would leave other ranks waiting. */
 void rd_abort(const rd_ctx *ctx, const char *file, int line, const char *what) __attribute__((noreturn));

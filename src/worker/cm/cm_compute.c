@@ -94,10 +94,18 @@ int cm_user_sums(const rd_ctx *ctx, const cm_users *u, int64_t n, const double *
   /* a user's sum adds its pairs in pair order: each rank continues the sums where the rank before
    * it left them (floating-point addition is not associative, so partial sums per rank could not be
    * combined into the same bits) */
-  if (ctx->rank > 0) rd_recv_bytes(ctx, acc, bytes, ctx->rank - 1, 71);
-  else memset(acc, 0, bytes);
+  if (ctx->rank > 0) {
+    rd_wait_for(ctx, ctx->rank - 1, 70);  /* the ranks before are adding their pairs */
+    rd_recv_bytes(ctx, acc, bytes, ctx->rank - 1, 71);
+  } else {
+    memset(acc, 0, bytes);
+  }
   add_user_sums(u->of_pair, n, tm, tg, cm, acc);
-  if (ctx->rank + 1 < ctx->size) rd_send_bytes(ctx, acc, bytes, ctx->rank + 1, 71);
+  if (ctx->rank + 1 < ctx->size) {
+    rd_signal(ctx, ctx->rank + 1, 70);
+    rd_send_bytes(ctx, acc, bytes, ctx->rank + 1, 71);
+  }
+  rd_barrier_paced(ctx);  /* the ranks after are adding theirs */
   rd_bcast_bytes(ctx, acc, bytes, ctx->size - 1);
   for (int64_t k = 0; k < U; k++)
     for (int j = 0; j < 6; j++) f[j * U + k] = acc[USER_STRIDE * k + j];

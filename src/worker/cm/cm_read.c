@@ -297,6 +297,7 @@ int cm_load(const rd_ctx *ctx, const rd_job *job, cm_input *in, cm_values *v, rd
   rd_status_init(&split);
   scan_rows(job, L, &in->u, &in->w, good, ref, fused ? v : NULL, st, &split);
   free(ref);
+  rd_barrier_paced(ctx);  /* ranks that finish first leave their cores to the others */
   if (rd_agree(ctx, st) != RD_OK) return st->code;
   if (rd_agree(ctx, &split) != RD_OK) {
     *st = split;
