@@ -63,7 +63,8 @@ void cm_estimate(const rd_job *job, rd_job_cost *cost);
 
 typedef struct cm_users {
   int64_t U;
-  int32_t *of_pair;     /* [hi - lo] user index of each of the rank's pairs, in order of first appearance */
+  int32_t *of_pair;     /* user index of each pair, numbered by first appearance: rank 0 [P], the
+                         * other ranks their own pairs [hi - lo] */
   int64_t *first_pair;  /* [U] */
   char *labels;         /* packed NUL-terminated labels for messages */
   int64_t *label_off;   /* [U + 1] */
@@ -159,10 +160,18 @@ void cm_task_results_free(cm_task_results *t);
 /* Rank 0: the report from the tasks' results, the bootstrap replicates and the user sums. */
 int cm_report(const rd_job *job, const cm_layout *L, const cm_users *u, const double *cm, const double *F,
               double *boot, int64_t B, double **res, cJSON **out, rd_status *st);
-/* A short table on stdout (rank 0) for people reading the run. */
-void cm_print(FILE *fp, const rd_job *job, const cJSON *r);
 /* The per-pair datasets of the output. */
 int cm_write_h5(hid_t h5, int64_t P, int64_t R, const double *tm, const double *tg, const double *cm,
                 const int32_t *n_train, rd_status *st);
+
+/* ---- for readers (cm_extras.c, cm_view.c) ---- */
+
+extern const rd_kind rd_kind_cm;
+/* Rank 0, after cm_report and cm_write_h5: strata intervals, the most memorized pairs, the join datasets
+ * (/cm/pair_id, /cm/user_index), the warnings; then the summary on stdout and the warnings on stderr. */
+int cm_extras(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, const cm_input *in, const cm_values *v,
+              rd_run_out *out, rd_status *st);
+/* The kind's view of a report (tables, warnings, figures from the output .h5). */
+int cm_view(const cJSON *report, const char *h5, rd_view *v, rd_status *st);
 
 #endif

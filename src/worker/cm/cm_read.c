@@ -74,9 +74,16 @@ static const void *rows_get(hid_t f, const rd_job *job, const cm_layout *L, int 
  * read that failed (whose error is then in st, keyed by its block); values past it are not checked.
  * Other failures (memory, mapping) leave a dataset NULL. */
 static void rows_load(hid_t f, const rd_job *job, const cm_layout *L, cm_rows *w, int64_t good[3], rd_status *st) {
-  int64_t n = w->hi - w->lo;
+  int64_t n = w->hi - w->lo, R = L->R;
   for (int i = 0; i < 3; i++) good[i] = n;
   if (n == 0) return;
+  /* this rank's rows of the datasets read rather than mapped must fit in memory (a small compressed
+   * file can declare more than any machine holds) */
+  double need = 0;
+  for (int which = 0; which < 3; which++)
+    if (L->offset[which] < 0) need += (double)n * (double)R * (which == 2 ? 1.0 : L->ftype == RD_F32 ? 4.0 : 8.0);
+  if (rd_h5_check_memory(job->input, &L->rc, need, "holding this rank's rows of the [P, R] datasets", st) != RD_OK)
+    return;
   /* a read that fails leaves an error keyed by its failing block; the values before it are checked
    * all the same (rd_fail_at keeps the lowest key) */
   if (!(w->rc = rows_get(f, job, L, 0, w->lo, n, w, &good[0], st))) return;

@@ -185,7 +185,10 @@ static int users_scatter(const rd_ctx *ctx, int64_t P, int64_t lo, int64_t hi, c
       if (u->first_pair[all[p]] < 0) u->first_pair[all[p]] = p;
   }
   rd_scatter_rows(ctx, all, u->of_pair, P, CM_BLOCK, sizeof(int32_t));
-  free(all);
+  if (ctx->rank == 0) {  /* rank 0 keeps every pair's user (its own pairs come first) */
+    free(u->of_pair);
+    u->of_pair = all;
+  }
   rd_bcast_bytes(ctx, u->first_pair, sizeof(int64_t) * (size_t)u->U, 0);
   rd_bcast_bytes(ctx, u->label_off, sizeof(int64_t) * (size_t)(u->U + 1), 0);
   rd_bcast_bytes(ctx, u->labels, u->labels_len, 0);
@@ -375,8 +378,14 @@ int cm_users_load(const rd_ctx *ctx, const rd_job *job, const cm_layout *L, hid_
       free(all);
     }
     rd_share_status(ctx, st, 0);
-  } else {
-    users_merge(ctx, L, &lu, n, u, st);
+  } else if (users_merge(ctx, L, &lu, n, u, st) == RD_OK) {
+    /* rank 0 also holds every pair's user (its own pairs come first), for the report's extras */
+    if (ctx->rank == 0) {
+      int32_t *all = realloc(u->of_pair, sizeof(int32_t) * (size_t)(L->P ? L->P : 1));
+      if (!all) rd_abort(ctx, __FILE__, __LINE__, "out of memory for users");
+      u->of_pair = all;
+    }
+    rd_gather_rows_inplace(ctx, u->of_pair, L->P, CM_BLOCK, sizeof(int32_t));
   }
   local_users_free(&lu);
   return st->code;
