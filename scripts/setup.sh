@@ -4,7 +4,8 @@
 # install (package names, or the modules to load on a cluster).
 #   scripts/setup.sh            build and run: MPI, parallel HDF5 and its filter plugins, cJSON,
 #                               OpenBLAS, libcsv, CMake
-#   scripts/setup.sh --tests    also python3-numpy/h5py (test oracles) and Slurm + munge (batch test)
+#   scripts/setup.sh --tests    also python3-numpy/h5py (test oracles), Slurm + munge (batch test) and
+#                               chromium (the HTML report's browser test)
 set -euo pipefail
 
 # HDF5 filter plugins for inputs compressed with h5py's lzf or hdf5plugin's filters: LZF, LZ4 and
@@ -13,7 +14,7 @@ set -euo pipefail
 PLUGIN_PKGS="hdf5-plugin-lzf hdf5-filter-plugin hdf5-filter-plugin-blosc-serial bitshuffle"
 BUILD_PKGS="openmpi-bin libopenmpi-dev libhdf5-openmpi-dev hdf5-tools libcjson-dev libopenblas-dev
   libcsv-dev libutf8proc-dev libpcre2-dev pkg-config cmake make gcc g++ $PLUGIN_PKGS"
-TEST_PKGS="python3-numpy python3-h5py slurmctld slurmd slurm-client munge"
+TEST_PKGS="python3-numpy python3-h5py slurmctld slurmd slurm-client munge chromium"
 want="$BUILD_PKGS"
 [ "${1:-}" = "--tests" ] && want="$want $TEST_PKGS"
 
@@ -47,7 +48,8 @@ parallel, cJSON 1.7, OpenBLAS 0.3, libcsv 3, CMake 3.25, gcc 12; CUDA 12+ option
   - to read inputs compressed with lzf, LZ4, Blosc or Bitshuffle: their HDF5 filter plugins, with
     HDF5_PLUGIN_PATH naming their folder
   - cJSON, libcsv, utf8proc, pcre2 (Spack: spack install cjson libcsv utf8proc pcre2)
-  - for the tests: Python 3 with numpy and h5py; Slurm + munge for the batch test (root only)
+  - for the tests: Python 3 with numpy and h5py; Slurm + munge for the batch test (root only); Chromium
+    for the HTML report's browser test
 Then: cmake -S . -B build && cmake --build build -j
 MSG
 for tool in cmake mpicc mpiexec; do

@@ -12,6 +12,7 @@
 #include "rmdiag/rmdiag.h"
 #include "rmdiag/run.h"
 #include "rmdiag/version.h"
+#include "report_internal.h"
 
 typedef struct opt_def {
   const char *name;
@@ -26,6 +27,7 @@ static const opt_def run_opts[] = {
     {"--quiet", NULL, "no progress or summary lines on stderr"},
     {"--plan", NULL, "print how the jobs would be spread over the ranks (groups, order, estimated times); compute nothing"},
     {"--ranks-per-job", "N|all|auto", "ranks in each group that runs a job; auto (default) plans it from the jobs' sizes"},
+    {"--wait", NULL, "when another run is writing to the output folder, wait for it to end (else exit 2)"},
     {NULL, NULL, NULL},
 };
 
@@ -66,9 +68,11 @@ static void print_help(FILE *fp) {
           "rmdiag %s - diagnostic reports from reward-model and foundation-model experiments\n\n"
           "usage:\n"
           "  rmdiag run JOB.json [--resume] [--force] [--backend auto|cpu|cuda] [--quiet] [--plan]\n"
-          "             [--ranks-per-job N|all|auto]\n"
+          "             [--ranks-per-job N|all|auto] [--wait]\n"
           "  rmdiag validate JOB.json      check the job file and every input's layout and values; compute nothing\n"
           "  rmdiag import FORMAT [options] -o OUT.h5\n"
+          "  rmdiag table REPORT.json [--format md|csv|tsv|latex|text] [--table NAME] [--digits N]\n"
+          "  rmdiag report PATH... -o FILE.html   one self-contained page: tables, figures, warnings\n"
           "  rmdiag help [KIND | FORMAT]   every option of a report kind or an import format\n"
           "  rmdiag --version | --help     (COMMAND --help shows a command's usage)\n\n"
           "run options:\n",
@@ -183,6 +187,7 @@ static int cmd_run(rd_ctx *ctx, int argc, char **argv, int validate_only, rd_sta
     if (values[2]) fl.backend = values[2];
     ctx->quiet = values[3] != NULL;
     fl.plan_only = values[4] != NULL;
+    fl.wait = values[6] != NULL;
     /* the option, else $RMDIAG_RANKS_PER_JOB (a site or a test suite can fix it for every run) */
     if (!values[5] && getenv("RMDIAG_RANKS_PER_JOB") && getenv("RMDIAG_RANKS_PER_JOB")[0])
       values[5] = getenv("RMDIAG_RANKS_PER_JOB");
@@ -297,8 +302,13 @@ int rmdiag_main(int argc, char **argv, MPI_Comm comm, FILE *out, FILE *err) {
     cmd_run(&ctx, argc, argv, 1, &st);
   } else if (strcmp(cmd, "import") == 0) {
     cmd_import(&ctx, argc, argv, &st);
+  } else if (strcmp(cmd, "table") == 0) {
+    rd_cmd_table(&ctx, argc, argv, &st);
+  } else if (strcmp(cmd, "report") == 0) {
+    rd_cmd_report(&ctx, argc, argv, &st);
   } else {
-    rd_fail(&st, RD_EINPUT, "unknown command \"%s\" (expected run, validate, import, help, --version or --help)", cmd);
+    rd_fail(&st, RD_EINPUT, "unknown command \"%s\" (expected run, validate, import, table, report, help, --version or "
+            "--help)", cmd);
   }
   if (st.code != RD_OK && ctx.err) fprintf(ctx.err, "rmdiag: error: %s\n", st.msg);
   if (ctx.out) fflush(ctx.out);

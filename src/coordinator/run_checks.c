@@ -1,13 +1,47 @@
-/* Checking every job before anything is computed: the input files, their layouts, where the
+/* Checking every job before anything is computed: the output folder is this run's alone (its
+ * lock, and what interrupted runs left there cleaned up), the input files, their layouts, where the
  * outputs go, what --resume / --force decide, and (for validate and multi-job files) every value
  * the jobs would check. Any error ends the run with exit 2 and nothing written. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "rmdiag/kind.h"
 #include "run_internal.h"
+
+/* A barrier that sleeps instead of spinning: the other ranks wait here while rank 0 waits for the
+ * output folder (run --wait), which may take hours. */
+static void barrier_sleeping(const rd_ctx *ctx) {
+  MPI_Request req;
+  RD_MPI_CHECK(ctx, MPI_Ibarrier(ctx->comm, &req));
+  for (int done = 0;;) {
+    RD_MPI_CHECK(ctx, MPI_Test(&req, &done, MPI_STATUS_IGNORE));
+    if (done) break;
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+int run_claim_output_dir(const rd_ctx *ctx, const rd_jobfile *jf, const rd_run_flags *fl, rd_dir_lock *lock,
+                         int *made_dir, rd_status *st) {
+  lock->fd = -1;
+  lock->path = NULL;
+  if (ctx->rank == 0) {
+    FILE *log = ctx->quiet ? NULL : ctx->err;
+    *made_dir = 1;  /* rd_mkdirs remembers the folders it creates (none when all exist) */
+    if (rd_mkdirs(jf->output_dir, st) == RD_OK && rd_dir_lock_take(jf->output_dir, fl->wait, log, lock, st) == RD_OK) {
+      const char **names = malloc(sizeof(char *) * (size_t)jf->n_jobs);
+      if (!names) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+      for (int i = 0; i < jf->n_jobs; i++) names[i] = jf->jobs[i].name;
+      rd_outputs_recover(jf->output_dir, names, jf->n_jobs, lock->fd >= 0, log);
+      free(names);
+    }
+  }
+  if (fl->wait) barrier_sleeping(ctx);
+  return rd_share_status(ctx, st, 0);
+}
 
 void job_plans_free(job_plan *p, int n) {
   for (int i = 0; p && i < n; i++) {
@@ -122,6 +156,7 @@ int run_check_jobs(const rd_ctx *ctx, rd_jobfile *jf, const rd_run_flags *fl, jo
   if (rd_share_status(ctx, st, 0) != RD_OK) return st->code;
   for (int i = 0; i < jf->n_jobs; i++) {
     job_plan *p = &plans[i];
+    p->force = fl->force;
     if (ctx->rank == 0) rd_output_decide(p->json_path, p->h5_path, p->spec, fl->resume, fl->force, &p->action, st);
     if (rd_share_status(ctx, st, 0) != RD_OK) return st->code;
     int a = (int)p->action;

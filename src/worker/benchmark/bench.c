@@ -44,14 +44,15 @@ static int bench_tables(const rd_ctx *ctx, const rd_job *job, bench_state *s, in
 }
 
 /* Phase 7 (rank 0): the report, the output datasets and the leaderboard. */
-static int bench_outputs(const rd_ctx *ctx, const rd_job *job, bench_state *s, int64_t B, rd_run_out *out,
-                         rd_status *st) {
+static int bench_outputs(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, bench_state *s, int64_t B,
+                         rd_run_out *out, rd_status *st) {
   bench_report_in in = {.p = &s->p, .o = job->opts, .E = &s->E, .credit = s->credit, .ci = s->ci, .cmp = s->cmp,
                         .B = B, .cmp_a = s->r.cmp_a, .cmp_b = s->r.cmp_b, .n_cmp = s->r.n_cmp,
                         .missing = s->r.missing, .n_missing = s->r.n_missing, .file = job->input};
   if (bench_report(&in, &out->result, &s->subset_score, st) == RD_OK &&
-      bench_write_h5(out->h5, &s->p, s->credit, s->subset_score, st) == RD_OK && ctx->out)
-    bench_leaderboard(ctx->out, job->name, out->result);
+      bench_write_h5(out->h5, &s->p, s->credit, s->subset_score, st) == RD_OK)
+    rd_kind_summary(&rd_kind_benchmark, job, jf, bench_warnings(out->result), out->result, ctx->out,
+                    ctx->err ? ctx->err : stderr, st);  /* summary on stdout: --quiet silences stderr only */
   rd_timing_mark(ctx->rank, job->name, "report+h5");
   return st->code;
 }
@@ -68,7 +69,7 @@ static int bench_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf,
   if (!s.p.d.accuracy_mode && bench_credits(ctx, job, &s.p, &s.w, B > 0, &s.credit, &s.g, st) != RD_OK) goto done;
   if (bench_tables(ctx, job, &s, B, st) != RD_OK) goto done;
   if (B > 0 && bench_bootstrap(ctx, job, jf, &s.E, &s.r, &s.ci, &s.cmp, st) != RD_OK) goto done;
-  if (ctx->rank == 0) bench_outputs(ctx, job, &s, B, out, st);
+  if (ctx->rank == 0) bench_outputs(ctx, job, jf, &s, B, out, st);
   rd_share_status(ctx, st, 0);
 done:
   bench_state_free(&s);
@@ -90,4 +91,5 @@ const rd_kind rd_kind_benchmark = {
     .check = bench_check,
     .run = bench_run,
     .headlines = bench_headlines,
+    .view = bench_view,
 };

@@ -260,8 +260,15 @@ typedef struct bench_report_in {
 } bench_report_in;
 
 int bench_report(const bench_report_in *in, cJSON **result, double **subset_score, rd_status *st);
-void bench_leaderboard(FILE *out, const char *job, const cJSON *result);
 /* The output datasets: item credits [M, I] ([M, 0] with accuracies) and subset scores [M, S]. */
 int bench_write_h5(hid_t h5, const bench_plan *p, const double *credit, const double *subset_score, rd_status *st);
+
+/* ---- for readers (bench_view.c) ---- */
+
+extern const rd_kind rd_kind_benchmark;
+/* Results a reader could misread (docs/reference.md, 'Warnings'), from the result. */
+cJSON *bench_warnings(const cJSON *result);
+/* The kind's view of a report: leaderboard, subsets, comparisons; figures. */
+int bench_view(const cJSON *report, const char *h5, rd_view *v, rd_status *st);
 
 #endif

@@ -79,12 +79,23 @@ void bench_free_opts(void *ptr) {
 
 /* ---- "scheme" -------------------------------------------------------------------------------- */
 
-/* One section of a custom scheme, {SUBSET: WEIGHT, ...}, appended to the effective sections. */
-static int parse_custom_section(const cJSON *secs, const cJSON *s, bench_section *b, cJSON *esecs, const rd_where *w,
+/* The position of the first key of `obj` (in order) that repeats an earlier one, or -1; sorting keeps
+ * a long list quick. -2 when out of memory. */
+static int64_t repeated_key(const cJSON *obj) {
+  int64_t n = cJSON_GetArraySize(obj), first = 0, i = 0;
+  const char **keys = malloc(sizeof(char *) * (size_t)(n ? n : 1));
+  if (!keys) return -2;
+  for (const cJSON *c = obj->child; c; c = c->next) keys[i++] = c->string;
+  int64_t at = rd_first_duplicate(keys, n, &first);
+  free(keys);
+  return at;
+}
+
+/* One section of a custom scheme, {SUBSET: WEIGHT, ...}, appended to the effective sections;
+ * `repeated`: the section's name repeats an earlier one. */
+static int parse_custom_section(const cJSON *s, int repeated, bench_section *b, cJSON *esecs, const rd_where *w,
                                 rd_status *st) {
-  for (const cJSON *t = secs->child; t != s; t = t->next)
-    if (strcmp(t->string, s->string) == 0)
-      return rd_fail(st, RD_EINPUT, "%s: section \"%s\" appears twice", w->path, s->string);
+  if (repeated) return rd_fail(st, RD_EINPUT, "%s: section \"%s\" appears twice", w->path, s->string);
   if (!s->string[0] || !cJSON_IsObject(s) || !s->child)
     return rd_fail(st, RD_EINPUT, "%s: section \"%s\" must be a non-empty object {SUBSET: WEIGHT, ...}", w->path,
                    s->string);
@@ -94,11 +105,12 @@ static int parse_custom_section(const cJSON *secs, const cJSON *s, bench_section
   b->weights = calloc((size_t)b->n, sizeof *b->weights);
   if (!b->subsets || !b->weights) return rd_fail(st, RD_EFAIL, "out of memory");
   cJSON *es = cJSON_AddObjectToObject(esecs, s->string);
+  int64_t repeated_subset = repeated_key(s);
+  if (repeated_subset == -2) return rd_fail(st, RD_EFAIL, "out of memory");
   int k = 0;
   for (const cJSON *e = s->child; e; e = e->next, k++) {
-    for (const cJSON *f = s->child; f != e; f = f->next)
-      if (strcmp(f->string, e->string) == 0)
-        return rd_fail(st, RD_EINPUT, "%s: section \"%s\" names subset \"%s\" twice", w->path, s->string, e->string);
+    if (k == repeated_subset)
+      return rd_fail(st, RD_EINPUT, "%s: section \"%s\" names subset \"%s\" twice", w->path, s->string, e->string);
     if (!e->string[0] || !cJSON_IsNumber(e) || !isfinite(e->valuedouble) || e->valuedouble <= 0)
       return rd_fail(st, RD_EINPUT, "%s: section \"%s\", subset \"%s\": the weight must be a positive number",
                      w->path, s->string, e->string);
@@ -133,9 +145,14 @@ static int parse_custom(bench_opts *o, const cJSON *sch, const rd_where *jw, cJS
   if (!o->sections) return rd_fail(st, RD_EFAIL, "out of memory");
   o->n_sections = n;
   cJSON *esecs = cJSON_CreateObject();
+  int64_t repeated = repeated_key(secs);
+  if (repeated == -2) {
+    cJSON_Delete(esecs);
+    return rd_fail(st, RD_EFAIL, "out of memory");
+  }
   int i = 0;
   for (const cJSON *s = secs->child; s; s = s->next, i++)
-    if (parse_custom_section(secs, s, &o->sections[i], esecs, &w, st) != RD_OK) {
+    if (parse_custom_section(s, i == repeated, &o->sections[i], esecs, &w, st) != RD_OK) {
       cJSON_Delete(esecs);
       return st->code;
     }

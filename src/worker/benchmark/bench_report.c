@@ -1,6 +1,6 @@
 /* benchmark: the report (rank 0): the result object from the point estimate and the bootstrap's
- * intervals and comparisons, the output datasets, and the leaderboard table on stdout (see
- * docs/reference.md, 'benchmark report'). */
+ * intervals and comparisons, and the output datasets (see docs/reference.md, 'benchmark report'); the
+ * stdout summary is bench_view.c's. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,6 +149,8 @@ static void comparisons_json(cJSON *r, const bench_report_in *in, const double *
     rd_json_add(x, "ci95", rd_json_pair(cl, ch));
     rd_json_add(x, "p", rd_json_num(pv));
     cJSON_AddNumberToObject(x, "resamples", (double)used);
+    /* p moves in steps of 2/resamples: p = 0 means p < 2/resamples (docs/reference.md, 'Statistics') */
+    rd_json_add(x, "p_resolution", rd_json_num(used > 0 ? 2.0 / (double)used : NAN));
     cJSON_AddItemToArray(cmps, x);
   }
 }
@@ -235,69 +237,4 @@ int bench_write_h5(hid_t h5, const bench_plan *p, const double *credit, const do
   int64_t dc[2] = {d->M, d->accuracy_mode ? 0 : d->I};
   RD_TRY(rd_h5_write_f64(h5, "/bench/item_credit", 2, dc, credit, st));
   return rd_h5_write_f64(h5, "/bench/subset_score", 2, ds, subset_score, st);
-}
-
-/* ---- leaderboard ---------------------------------------------------------------------------------- */
-
-static void fmt_num(char *buf, size_t n, const cJSON *v) {
-  if (cJSON_IsNumber(v)) snprintf(buf, n, "%.4f", v->valuedouble);
-  else snprintf(buf, n, "-");
-}
-
-/* The header line and the column titles: rank, score, the interval when there is one, the sections. */
-static void leaderboard_header(FILE *out, const char *job, const cJSON *result, const cJSON *models,
-                               const cJSON *secs, int has_ci) {
-  fprintf(out, "%s: %s, %d models, %d items\n", job, cJSON_GetObjectItemCaseSensitive(result, "scheme")->valuestring,
-          cJSON_GetArraySize(models), (int)cJSON_GetObjectItemCaseSensitive(result, "n_items")->valuedouble);
-  fprintf(out, "%4s  %-7s", "rank", "score");
-  if (has_ci) fprintf(out, "  %-17s", "95% CI");
-  for (const cJSON *s = secs ? secs->child : NULL; s; s = s->next) {
-    int w = (int)strlen(s->string);
-    fprintf(out, "  %-*s", w < 7 ? 7 : w, s->string);
-  }
-  fprintf(out, "  model\n");
-}
-
-/* One line: the model m at leaderboard entry e. */
-static void leaderboard_line(FILE *out, const cJSON *e, const cJSON *m, const cJSON *secs, int has_ci) {
-  char a[32], b[32], c[32];
-  fmt_num(a, sizeof a, cJSON_GetObjectItemCaseSensitive(m, "score"));
-  fprintf(out, "%4d  %-7s", (int)cJSON_GetObjectItemCaseSensitive(e, "rank")->valuedouble, a);
-  if (has_ci) {
-    const cJSON *ci = cJSON_GetObjectItemCaseSensitive(m, "score_ci95");
-    if (cJSON_IsArray(ci)) {
-      fmt_num(b, sizeof b, ci->child);
-      fmt_num(c, sizeof c, ci->child->next);
-      char both[80];
-      snprintf(both, sizeof both, "[%s, %s]", b, c);
-      fprintf(out, "  %-17s", both);
-    } else {
-      fprintf(out, "  %-17s", "-");
-    }
-  }
-  const cJSON *ms = cJSON_GetObjectItemCaseSensitive(m, "sections");
-  for (const cJSON *s = secs ? secs->child : NULL; s; s = s->next) {
-    int w = (int)strlen(s->string);
-    fmt_num(a, sizeof a, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ms, s->string), "score"));
-    fprintf(out, "  %-*s", w < 7 ? 7 : w, a);
-  }
-  fprintf(out, "  %s\n", cJSON_GetObjectItemCaseSensitive(e, "model")->valuestring);
-}
-
-void bench_leaderboard(FILE *out, const char *job, const cJSON *result) {
-  const cJSON *models = cJSON_GetObjectItemCaseSensitive(result, "models");
-  const cJSON *lb = cJSON_GetObjectItemCaseSensitive(result, "leaderboard");
-  const cJSON *first = models ? models->child : NULL;
-  if (!first || !lb) return;
-  const cJSON *secs = cJSON_GetObjectItemCaseSensitive(first, "sections");
-  int has_ci = 0;
-  for (const cJSON *m = models->child; m; m = m->next)
-    has_ci |= cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(m, "score_ci95"));
-  leaderboard_header(out, job, result, models, secs, has_ci);
-  for (const cJSON *e = lb->child; e; e = e->next) {
-    const char *name = cJSON_GetObjectItemCaseSensitive(e, "model")->valuestring;
-    const cJSON *m = models->child;
-    while (m && strcmp(cJSON_GetObjectItemCaseSensitive(m, "model")->valuestring, name) != 0) m = m->next;
-    if (m) leaderboard_line(out, e, m, secs, has_ci);
-  }
 }

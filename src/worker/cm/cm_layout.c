@@ -94,4 +94,8 @@ void cm_layout_offsets(hid_t f, cm_layout *L) {
   rd_h5_contig_offset(f, &L->rc, mt, &L->offset[0]);
   rd_h5_contig_offset(f, &L->rr, mt, &L->offset[1]);
   rd_h5_contig_offset(f, &L->flag, H5T_STD_U8LE, &L->offset[2]);
+  /* integer ids as 64-bit little-endian words (the values read_int_words would give) */
+  L->user_offset = -1;
+  if (L->user.tclass == RD_TC_INT && L->user.tsize == 8)
+    rd_h5_contig_offset(f, &L->user, L->user.is_signed ? H5T_STD_I64LE : H5T_STD_U64LE, &L->user_offset);
 }

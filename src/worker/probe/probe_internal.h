@@ -303,4 +303,14 @@ void probe_infer_free(infer_result *ir, int n);
 int probe_report(const probe_run *R, grid_result *res, const infer_result *ir, hid_t h5, cJSON **out,
                  rd_status *st);
 
+/* ---- for readers (probe_view.c) ---- */
+
+extern const rd_kind rd_kind_probe;
+/* Results a reader could misread (docs/reference.md, 'Warnings'), from the result. */
+cJSON *probe_warnings(const cJSON *result);
+/* The kind's view of a report: accuracy, comparison, inference, grid; figures. */
+int probe_view(const cJSON *report, const char *h5, rd_view *v, rd_status *st);
+/* Warnings across reports: the two training modes on the same features. */
+void probe_compare(const cJSON *const *reports, int n, rd_view *v);
+
 #endif
