@@ -43,7 +43,7 @@ check(code == 0, f"import ({err.strip()})")
 
 # by hand, per stratum: n, mean TM, mean TG, mean CM over the pairs
 source_expect = [  # name order: "gpt-4, turbo" < "human" < "llama"
-    ("gpt-4, turbo", 1, 0.5, 0.5, 0.0),
+    ("gpt-4, turbo", 1, 0.5, 0.5, 0.0),  # users: A (1), A and B (2), C (1)
     ("human", 3, (0.75 + 0.75 + 0.5) / 3, (0.5 + 0.25 + 0.5) / 3, (0.25 + 0.5 + 0.0) / 3),
     ("llama", 1, 0.75, 0.5, 0.25),
 ]
@@ -65,7 +65,15 @@ for ranks in (0, 3):
     src = [s for s in st if s["covariate"] == "source"]
     check(len(src) == 3, f"three source strata: {src}")
     for b, (s, (name, n, tm, tg, cm)) in enumerate(zip(src, source_expect)):
-        check(list(s) == ["covariate", "bin", "category", "lo", "hi", "n", "tm", "tg", "cm"], f"keys {list(s)}")
+        check(list(s) == ["covariate", "bin", "category", "lo", "hi", "n", "tm", "tg", "cm", "n_users", "tm_ci95",
+                          "tg_ci95", "cm_ci95"], f"keys {list(s)}")
+        check(s["n_users"] == (2 if name == "human" else 1), f"{name} n_users: {s['n_users']}")
+        if name != "human":
+            check(s["tm_ci95"] is None, f"{name}: no interval from one user: {s['tm_ci95']}")
+        else:  # users A (TM 0.75) and B (0.75, 0.5): m = 2/3, residual sums +-1/12, se^2 = 2 * 2/144 / 9
+            half = 1.959963984540054 * (2 * 2 / 144 / 9) ** 0.5
+            close(s["tm_ci95"][0], 2 / 3 - half, "human tm_ci95 lo")
+            close(s["tm_ci95"][1], 2 / 3 + half, "human tm_ci95 hi")
         check(s["bin"] == b and s["category"] == name and s["lo"] is None and s["hi"] is None and s["n"] == n,
               f"source stratum {b} ({ranks} ranks): {s}")
         close(s["tm"], tm, f"{name} tm")
@@ -74,12 +82,20 @@ for ranks in (0, 3):
     gr = [s for s in st if s["covariate"] == "grade"]
     check(len(gr) == 2, f"two grade strata: {gr}")
     for s, (v, n, tm, tg, cm) in zip(gr, grade_expect):
-        check(list(s) == ["covariate", "bin", "lo", "hi", "n", "tm", "tg", "cm"], f"numeric keys unchanged: {list(s)}")
+        check(list(s) == ["covariate", "bin", "lo", "hi", "n", "tm", "tg", "cm", "n_users", "tm_ci95", "tg_ci95",
+                          "cm_ci95"], f"numeric keys unchanged: {list(s)}")
+        check(s["n_users"] == 2, f"grade {v} n_users (A, B / A, C): {s['n_users']}")
         check(s["bin"] == v and s["lo"] == v and s["hi"] == v and s["n"] == n, f"grade stratum {v}: {s}")
         close(s["tm"], tm, f"grade {v} tm")
         close(s["tg"], tg, f"grade {v} tg")
         close(s["cm"], cm, f"grade {v} cm", abs_=1e-15)
     check(res["strata_excluded"] == {"source": 1, "grade": 1}, f"excluded: {res['strata_excluded']}")
+    # the table names a string covariate's categories and says why pairs are left out
+    code, out, err = run(["table", os.path.join(d, "out", "s.json")])
+    check(code == 0 and "| source | human | - | - | 3 | 2 |" in out and "| grade | 1 | 1.0000 | 1.0000 | 2 | 2 |" in out,
+          f"strata table ({err.strip()}): {out}")
+    check("source: 1 pairs left out (an empty category name)" in out and
+          "grade: 1 pairs left out (covariate not finite)" in out, f"strata table notes: {out}")
 
 # a string covariate written with h5py: the same strata; all missing: no strata, every pair excluded
 with h5py.File(h5, "a") as f:
