@@ -59,13 +59,13 @@ static char *out_path(const rd_jobfile *jf, const char *name, const char *ext) {
   return p;
 }
 
-/* Rank 0 resolves the input (real path, size, mtime) and the spec hash; every rank then opens the
- * file rank 0 resolved (ranks may start in different folders). */
+/* Rank 0 resolves the input (real path, size, mtime); every rank then opens the file rank 0 resolved
+ * (ranks may start in different folders). */
 static int resolve_input(const rd_ctx *ctx, rd_job *job, const rd_jobfile *jf, job_plan *p, rd_status *st) {
   if (ctx->rank == 0) {
     char key[300];
     snprintf(key, sizeof key, "jobs[%d] (\"%s\").input", job->file_index, job->name);
-    if (rd_input_stat_get(job->input, jf->path, key, &p->in, st) == RD_OK) rd_spec_sha256(job, jf, &p->in, p->spec, st);
+    rd_input_stat_get(job->input, jf->path, key, &p->in, st);
   }
   if (rd_share_status(ctx, st, 0) != RD_OK) return st->code;
   long long len = ctx->rank == 0 ? (long long)strlen(p->in.path) : 0;
@@ -75,12 +75,21 @@ static int resolve_input(const rd_ctx *ctx, rd_job *job, const rd_jobfile *jf, j
   rd_bcast_bytes(ctx, real, (size_t)len + 1, 0);
   free(job->input);
   job->input = real;
-  /* every rank may lead the group that runs the job: each needs its input's identity and spec */
-  rd_bcast_bytes(ctx, p->spec, sizeof p->spec, 0);
+  /* every rank may lead the group that runs the job: each needs its input's identity */
   long long bytes = (long long)p->in.bytes;
   RD_MPI_CHECK(ctx, MPI_Bcast(&bytes, 1, MPI_LONG_LONG, 0, ctx->comm));
   p->in.bytes = bytes;
   if (ctx->rank != 0 && !(p->in.path = strdup(real))) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+  return RD_OK;
+}
+
+/* Rank 0 hashes the job's spec once its kind has validated the input, which may fill option defaults
+ * from the input (benchmark's scheme from the input's source attribute): the spec covers the options
+ * the report states. Every rank receives it. */
+static int job_spec(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, job_plan *p, rd_status *st) {
+  if (ctx->rank == 0) rd_spec_sha256(job, jf, &p->in, p->spec, st);
+  if (rd_share_status(ctx, st, 0) != RD_OK) return st->code;
+  rd_bcast_bytes(ctx, p->spec, sizeof p->spec, 0);
   return RD_OK;
 }
 
@@ -129,6 +138,7 @@ int run_check_jobs(const rd_ctx *ctx, rd_jobfile *jf, const rd_run_flags *fl, jo
     rd_job *job = &jf->jobs[i];
     RD_TRY(resolve_input(ctx, job, jf, &plans[i], st));
     if (job->kind->validate(ctx, job, jf, st) != RD_OK) return st->code;
+    RD_TRY(job_spec(ctx, job, jf, &plans[i], st));
     /* the plan's estimate of the job's cost (rank 0, the layout known to be right) */
     if (ctx->rank == 0) {
       plans[i].cost = rd_cost_default(plans[i].in.bytes);

@@ -164,21 +164,25 @@ static int parse_custom(bench_opts *o, const cJSON *sch, const rd_where *jw, cJS
   return RD_OK;
 }
 
+static void set_official(bench_opts *o, int v2) {
+  o->scheme = v2 ? BENCH_V2 : BENCH_V1;
+  o->rule = v2 ? RD_BENCH_TIE_CREDIT : RD_BENCH_STRICT;
+  o->sections = v2 ? v2_sections : v1_sections;
+  o->n_sections = v2 ? 6 : 4;
+  o->ties_subset = v2 ? "Ties" : NULL;
+}
+
+/* Without "scheme" the effective options hold rewardbench-v1 until the input is validated, when the
+ * input's source attribute may change it (bench_scheme_from_source); the spec hash is taken after. */
 static int parse_scheme(const cJSON *sch, void *field, void *opts, cJSON *eff, const rd_where *w, rd_status *st) {
   (void)field;
   bench_opts *o = opts;
+  o->scheme_given = sch != NULL;
   if (!sch || (cJSON_IsString(sch) && strcmp(sch->valuestring, "rewardbench-v1") == 0)) {
-    o->scheme = BENCH_V1;
-    o->rule = RD_BENCH_STRICT;
-    o->sections = v1_sections;
-    o->n_sections = 4;
+    set_official(o, 0);
     cJSON_AddStringToObject(eff, "scheme", "rewardbench-v1");
   } else if (cJSON_IsString(sch) && strcmp(sch->valuestring, "rewardbench-v2") == 0) {
-    o->scheme = BENCH_V2;
-    o->rule = RD_BENCH_TIE_CREDIT;
-    o->sections = v2_sections;
-    o->n_sections = 6;
-    o->ties_subset = "Ties";
+    set_official(o, 1);
     cJSON_AddStringToObject(eff, "scheme", "rewardbench-v2");
   } else if (cJSON_IsObject(sch)) {
     o->scheme = BENCH_CUSTOM;
@@ -241,7 +245,8 @@ const rd_option bench_options[] = {
     RD_OPTION_CUSTOM("scheme", bench_opts, scheme, parse_scheme,
                      "\"rewardbench-v1\", \"rewardbench-v2\" or {\"sections\": {SECTION: {SUBSET: WEIGHT}}, "
                      "\"item_rule\", \"ties_subset\"}",
-                     "\"rewardbench-v1\"", "how item credits, subsets and sections make the score"),
+                     "\"rewardbench-v1\" (\"rewardbench-v2\" when the input's source attribute is rewardbench2)",
+                     "how item credits, subsets and sections make the score"),
     RD_OPTION_BOOL("prior_sets", bench_opts, prior_sets, 0,
                    "add the old leaderboard's Prior Sets section (rewardbench-v1 only)"),
     RD_OPTION_BOOL("allow_missing", bench_opts, allow_missing, 0,
@@ -251,6 +256,24 @@ const rd_option bench_options[] = {
                      "none", "paired comparisons of overall scores: every pair of models, or the pairs listed"),
     RD_OPTION_END,
 };
+
+int bench_read_source(hid_t f, const char *group) {
+  char src[64];
+  if (!rd_h5_exists(f, group) || !rd_h5_read_attr_string(f, group, "source", src, sizeof src)) return 0;
+  return strcmp(src, "rewardbench2") == 0 ? 2 : strcmp(src, "rewardbench") == 0 ? 1 : 0;
+}
+
+int bench_scheme_from_source(bench_opts *o, cJSON *effective, int source, const rd_job *job, rd_status *st) {
+  o->source = source;
+  if (o->scheme_given || source != 2) return RD_OK;
+  set_official(o, 1);
+  cJSON_ReplaceItemInObjectCaseSensitive(effective, "scheme", cJSON_CreateString("rewardbench-v2"));
+  if (o->prior_sets)
+    return rd_fail(st, RD_EINPUT, "%s: \"prior_sets\" applies to the rewardbench-v1 scheme only, and the scheme is "
+                   "rewardbench-v2: the job names no \"scheme\" and the input's source attribute says rewardbench2 "
+                   "(see docs/reference.md, 'benchmark options')", job->where.path);
+  return RD_OK;
+}
 
 int bench_parse(rd_job *job, const rd_jobfile *jf, rd_status *st) {
   (void)jf;

@@ -42,6 +42,13 @@ void cm_free_opts(void *opts);
 
 /* ---- layout (cm_layout.c) ---- */
 
+/* The names of a categorical covariate stored as strings, sorted by bytes (rank 0). */
+typedef struct cm_categories {
+  int64_t n;
+  char *buf;     /* n NUL-terminated names packed */
+  int64_t *off;  /* [n + 1] */
+} cm_categories;
+
 typedef struct cm_layout {
   rd_dsinfo rc, rr, flag, user;
   int64_t P, R;
@@ -49,6 +56,8 @@ typedef struct cm_layout {
   int64_t offset[3];  /* file offsets of rc, rr, in_train when they can be mapped, else -1 */
   int64_t user_offset;  /* file offset of integer ids stored as 64-bit little-endian words, else -1 */
   rd_dsinfo *cov;     /* one per stratum (rank 0) */
+  cm_categories *cats;  /* one per stratum (rank 0): names of a string covariate (n = 0 for numbers) */
+  int has_ids[2];     /* the input has pair_id [P] and run_id [R] (integers or strings), for messages */
 } cm_layout;
 
 /* Checks names, types and shapes; runs on any one rank with the file open. */
@@ -58,6 +67,20 @@ int cm_validate(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd_s
 void cm_layout_offsets(hid_t f, cm_layout *L);
 /* The planner's estimate of the job (rank 0, after validate; cm_estimate.c). */
 void cm_estimate(const rd_job *job, rd_job_cost *cost);
+
+/* ---- string categories (cm_categories.c) and ids for messages (cm_ids.c) ---- */
+
+/* A string covariate (the category names, "" missing): codes[p] = the index of pair p's name in byte
+ * order (NaN when missing), the sorted names in *c. */
+int cm_categories_read(hid_t f, const char *file, const rd_dsinfo *info, double *codes, cm_categories *c,
+                       rd_status *st);
+void cm_categories_free(cm_categories *c);
+/* Whether the input has usable pair_id / run_id datasets (rank 0, sets L->has_ids). */
+void cm_ids_find(hid_t f, const rd_job *job, cm_layout *L);
+/* The user-split error for pair p, run r (key p * R + r): names the run and the pairs by the input's
+ * own ids when it has them, with their indices. */
+int cm_split_fail(const rd_job *job, const cm_layout *L, const char *user, int64_t p, int64_t r, int64_t first,
+                  unsigned flag, unsigned first_flag, rd_status *st);
 
 /* ---- reading and checking the input (cm_read.c) ---- */
 

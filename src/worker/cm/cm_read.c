@@ -161,11 +161,7 @@ static int split_chunk(const rd_job *job, const cm_layout *L, const cm_users *u,
     if (memcmp(m, t, (size_t)R) == 0) continue;
     int64_t r = 0, p = w->lo + i;
     while (m[r] == t[r]) r++;
-    rd_fail_at(st, RD_EINPUT, p * R + r,
-               "%s: %s: user %s is split inconsistently in run %lld: pair %lld has in_train = %u but pair %lld "
-               "(the user's first pair) has %u; within a run all pairs of a user must share in_train",
-               job->input, L->flag.path, u->labels + u->label_off[k], (long long)r, (long long)p, m[r],
-               (long long)u->first_pair[k], t[r]);
+    cm_split_fail(job, L, u->labels + u->label_off[k], p, r, u->first_pair[k], m[r], t[r], st);
     return 1;
   }
   return 0;
@@ -211,6 +207,8 @@ void cm_input_free(cm_input *in, int n_strata) {
   cm_users_free(&in->u);
   for (int i = 0; in->covs && i < n_strata; i++) free(in->covs[i]);
   free(in->covs);
+  for (int i = 0; in->L.cats && i < n_strata; i++) cm_categories_free(&in->L.cats[i]);
+  free(in->L.cats);
   free(in->L.cov);
   memset(in, 0, sizeof *in);
   in->f = H5I_INVALID_HID;
@@ -248,9 +246,13 @@ static int covariates_read(const rd_ctx *ctx, const rd_job *job, cm_input *in, r
   if (ctx->rank != 0 || o->n_strata == 0) return RD_OK;
   hid_t f = in->f;
   if (f < 0 && rd_h5_open(job->input, MPI_COMM_NULL, &f, st) != RD_OK) return st->code;
+  in->L.cats = calloc((size_t)o->n_strata, sizeof *in->L.cats);
+  if (!in->L.cats) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
   for (int i = 0; i < o->n_strata && st->code == RD_OK; i++) {
     in->covs[i] = rd_malloc(sizeof(double) * (size_t)in->L.P, st, "covariate");
-    if (in->covs[i]) rd_h5_read_numeric(f, job->input, &in->L.cov[i], in->covs[i], st);
+    if (in->covs[i] && in->L.cov[i].tclass == RD_TC_STRING)  /* category names: codes in name order */
+      cm_categories_read(f, job->input, &in->L.cov[i], in->covs[i], &in->L.cats[i], st);
+    else if (in->covs[i]) rd_h5_read_numeric(f, job->input, &in->L.cov[i], in->covs[i], st);
     if (st->code == RD_OK && o->strata[i].bins == 0 && in->L.cov[i].tclass == RD_TC_INT)
       categories_exact(f, job->input, &in->L.cov[i], in->L.P, st);
   }
@@ -278,9 +280,12 @@ int cm_load(const rd_ctx *ctx, const rd_job *job, cm_input *in, cm_values *v, rd
   if (rd_share_status(ctx, st, 0) != RD_OK) return st->code;
   /* every rank gets the layout (sizes, types, dataset paths, mappable offsets) */
   rd_dsinfo *cov_keep = L->cov;
+  cm_categories *cats_keep = L->cats;
   L->cov = NULL;
+  L->cats = NULL;
   rd_bcast_bytes(ctx, L, sizeof *L, 0);
   L->cov = ctx->rank == 0 ? cov_keep : NULL;
+  L->cats = ctx->rank == 0 ? cats_keep : NULL;
   /* HDF5 (MPI-IO driver) is opened only when a dataset cannot be mapped (chunked, compressed, or
    * another type) */
   rd_rank_rows(L->P, CM_BLOCK, ctx->size, ctx->rank, &in->w.lo, &in->w.hi);
