@@ -28,6 +28,7 @@ static const opt_def run_opts[] = {
     {"--quiet", NULL, "no progress or summary lines on stderr"},
     {"--plan", NULL, "print how the jobs would be spread over the ranks (groups, order, estimated times); compute nothing"},
     {"--ranks-per-job", "N|all|auto", "ranks in each group that runs a job; auto (default) plans it from the jobs' sizes"},
+    {"--wait", NULL, "when another run is writing to the output folder, wait for it to end (else exit 2)"},
     {NULL, NULL, NULL},
 };
 
@@ -72,7 +73,7 @@ static void print_help(FILE *fp) {
           "rmdiag %s - diagnostic reports from reward-model and foundation-model experiments\n\n"
           "usage:\n"
           "  rmdiag run JOB.json [--resume] [--force] [--backend auto|cpu|cuda] [--quiet] [--plan]\n"
-          "             [--ranks-per-job N|all|auto]\n"
+          "             [--ranks-per-job N|all|auto] [--wait]\n"
           "  rmdiag validate JOB.json      check the job file and every input's layout and values; compute nothing\n"
           "  rmdiag import FORMAT [options] -o OUT.h5\n"
           "  rmdiag table REPORT.json [--format md|csv|tsv|latex|text] [--table NAME] [--digits N]\n"
@@ -199,6 +200,7 @@ static int cmd_run(rd_ctx *ctx, int argc, char **argv, int validate_only, rd_sta
     if (values[2]) fl.backend = values[2];
     ctx->quiet = values[3] != NULL;
     fl.plan_only = values[4] != NULL;
+    fl.wait = values[6] != NULL;
     /* the option, else $RMDIAG_RANKS_PER_JOB (a site or a test suite can fix it for every run) */
     if (!values[5] && getenv("RMDIAG_RANKS_PER_JOB") && getenv("RMDIAG_RANKS_PER_JOB")[0])
       values[5] = getenv("RMDIAG_RANKS_PER_JOB");

@@ -80,10 +80,6 @@ static int parse_job(rd_jobfile *jf, int i, int file_index, int sweep, const cJS
                    job->where.path);
   job->name = name->valuestring;
   snprintf(job->where.path, sizeof job->where.path, "%.400s: jobs[%d] (\"%.200s\")", jf->path, file_index, job->name);
-  for (int k = 0; k < i; k++)
-    if (strcmp(jf->jobs[k].name, job->name) == 0)
-      return rd_fail(st, RD_EINPUT, "%s: name \"%s\" is already used by jobs[%d]%s", job->where.path, job->name,
-                     jf->jobs[k].file_index, jf->jobs[k].sweep >= 0 ? " (a job of its sweep)" : "");
 
   const cJSON *kind = cJSON_GetObjectItemCaseSensitive(obj, "kind");
   char kinds[256];
@@ -219,6 +215,20 @@ static int expand_sweep(rd_jobfile *jf, int fi, const cJSON *job, const cJSON *s
   return RD_OK;
 }
 
+/* Every job's name is its own: the first name (in job order) that repeats an earlier one is an
+ * error, found by sorting (a 64 MiB file, or a sweep, holds a million jobs). */
+static int check_repeated_names(const rd_jobfile *jf, rd_status *st) {
+  const char **names = malloc(sizeof(char *) * (size_t)(jf->n_jobs ? jf->n_jobs : 1));
+  if (!names) return rd_fail(st, RD_EFAIL, "out of memory");
+  for (int j = 0; j < jf->n_jobs; j++) names[j] = jf->jobs[j].name;
+  int64_t first = -1, at = rd_first_duplicate(names, jf->n_jobs, &first);
+  free(names);
+  if (at < 0) return RD_OK;
+  const rd_job *job = &jf->jobs[at], *k = &jf->jobs[first];
+  return rd_fail(st, RD_EINPUT, "%s: name \"%s\" is already used by jobs[%d]%s", job->where.path, job->name,
+                 k->file_index, k->sweep >= 0 ? " (a job of its sweep)" : "");
+}
+
 /* A sweep's summary report NAME.summary may not share its name with a job. */
 static int check_summary_names(const rd_jobfile *jf, rd_status *st) {
   for (int s = 0; s < jf->n_sweeps; s++) {
@@ -286,5 +296,6 @@ int rd_jobfile_parse(const char *path, const char *text, size_t len, rd_jobfile 
     jf->n_jobs++;
     RD_TRY(parse_job(jf, jf->n_jobs - 1, fi, -1, j, st));
   }
+  RD_TRY(check_repeated_names(jf, st));
   return check_summary_names(jf, st);
 }

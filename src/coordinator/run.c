@@ -1,6 +1,6 @@
-/* The run and validate commands: read the job file once, check every job and input before
- * computing anything, plan the jobs over the ranks, then run them (on rank groups when that is
- * faster) and write each report atomically. */
+/* The run and validate commands: read the job file once, claim the output folder (one run at a
+ * time), check every job and input before computing anything, plan the jobs over the ranks, then
+ * run them (on rank groups when that is faster) and write each report atomically. */
 #include "rmdiag/run.h"
 
 #include <errno.h>
@@ -170,7 +170,10 @@ int rd_cmd_run(rd_ctx *ctx, const char *jobpath, const rd_run_flags *fl, rd_stat
   memset(&group, 0, sizeof group);
   char backend_info[512] = "cpu";
   int made_dir = 0, checks_only = fl->validate_only || fl->plan_only;
+  rd_dir_lock lock = {.fd = -1};
   if (load_jobfile(ctx, jobpath, &jf, st) != RD_OK) goto done;
+  /* the output folder is this run's alone before its outputs are looked at */
+  if (!checks_only && run_claim_output_dir(ctx, &jf, fl, &lock, &made_dir, st) != RD_OK) goto done;
   plans = calloc((size_t)jf.n_jobs, sizeof *plans);
   if (!plans) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
   if (!checks_only && select_backend(ctx, fl->backend, backend_info, sizeof backend_info, st) != RD_OK) goto done;
@@ -196,11 +199,6 @@ int rd_cmd_run(rd_ctx *ctx, const char *jobpath, const rd_run_flags *fl, rd_stat
               jf.n_jobs == 1 ? "" : "s");
     goto done;
   }
-  if ((plan.n_run > 0 || jf.n_sweeps > 0) && ctx->rank == 0) {
-    made_dir = 1;  /* rd_mkdirs remembers the folders it creates (none when all exist) */
-    rd_mkdirs(jf.output_dir, st);
-  }
-  if (rd_share_status(ctx, st, 0) != RD_OK) goto done;
   run_schedule(ctx, &jf, plans, &plan, backend_info, st);
   if (jf.n_sweeps > 0) {
     rd_status sst;
@@ -209,6 +207,7 @@ int rd_cmd_run(rd_ctx *ctx, const char *jobpath, const rd_run_flags *fl, rd_stat
     if (rd_share_status(ctx, &sst, 0) != RD_OK && st->code == RD_OK) *st = sst;
   }
 done:
+  rd_dir_lock_drop(&lock);
   /* a failed run leaves none of the folders it created (as far as they are empty); a finished one
    * keeps them */
   if (st->code != RD_OK && made_dir) rd_made_dir_remove();

@@ -18,11 +18,18 @@ typedef struct job_plan {
   rd_input_stat in;
   char spec[65];
   rd_out_action action;
+  int force;  /* --force: outputs of another spec may be replaced (checked again at commit) */
   char *json_path, *h5_path;
   rd_job_cost cost;  /* estimated (rank 0) */
 } job_plan;
 
 void job_plans_free(job_plan *p, int n);
+
+/* Collective over ctx, first of all for `run`: rank 0 creates output_dir (*made_dir set: the
+ * folders it made are remembered), takes its lock (another run holding it: exit 2, or with --wait a
+ * wait) and cleans up what runs that ended without cleaning up left there. */
+int run_claim_output_dir(const rd_ctx *ctx, const rd_jobfile *jf, const rd_run_flags *fl, rd_dir_lock *lock,
+                         int *made_dir, rd_status *st);
 
 /* Collective over ctx: inputs exist, layouts are right, outputs may be written (paths, overlaps,
  * resume/force); with `check_values`, the values of every job to be written are checked too

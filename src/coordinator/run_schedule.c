@@ -79,8 +79,8 @@ static void run_on_group(const rd_ctx *g, const rd_jobfile *jf, const job_plan *
   double cost_done = (double)(counter_add(d, CTR_COST_DONE, cost_us) + cost_us) / 1e6;
   if (g->quiet) return;
   double el = rd_now() - d->t0;
-  double left = cost_done > 0 ? el * (d->total_est - cost_done) / cost_done : 0.0;
-  if (!(left > 0)) left = 0.0;  /* rounding can leave -0 */
+  /* (the sums of the estimates may differ in the last bit: never "-0 s left") */
+  double left = cost_done > 0 && d->total_est > cost_done ? el * (d->total_est - cost_done) / cost_done : 0.0;
   if (st.code == RD_OK)
     fprintf(stderr, "rmdiag: %s [%lld/%d jobs, %.1f s, about %.0f s left]\n", line, done, n_total, el, left);
   else
@@ -209,8 +209,8 @@ static void run_in_order(rd_ctx *ctx, const rd_jobfile *jf, const job_plan *plan
     if (ctx->rank != 0) continue;
     if (st.code != RD_OK) oc[j].msg = strdup(st.msg);
     if (!ctx->err || (ctx->quiet && st.code == RD_OK)) continue;
-    double el = rd_now() - t0, left = est_done > 0 ? el * (total_est - est_done) / est_done : 0.0;
-    if (!(left > 0)) left = 0.0;  /* rounding can leave -0 */
+    double el = rd_now() - t0;
+    double left = est_done > 0 && total_est > est_done ? el * (total_est - est_done) / est_done : 0.0;
     if (st.code == RD_OK && n_run > 1)
       fprintf(ctx->err, "rmdiag: %s [%d/%d jobs, %.1f s, about %.0f s left]\n", line, done, n_run, el, left);
     else if (st.code == RD_OK)

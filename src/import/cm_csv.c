@@ -1,7 +1,8 @@
 /* `rmdiag import cm-csv`: a long CSV (one row per pair and run) into the cm input layout (see
  * docs/reference.md, 'cm-csv'). Every (pair, run) must appear exactly once; a pair's user and
- * covariates must agree across its rows. Steps: options, the header, each row, the (pair, run) check,
- * the dense tables, the output. */
+ * covariates must agree across its rows; within a run all pairs of a user share in_train. Covariate
+ * columns are numbers, or category names (a column with any cell that is not a number). Steps:
+ * options, the header, each row, the (pair, run) check, the user split, the dense tables, the output. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 
 #include "rmdiag/common/h5out.h"
 #include "rmdiag/common/idmap.h"
+#include "rmdiag/common/jsonutil.h"
 #include "rmdiag/common/vec.h"
 #include "rmdiag/import/args.h"
 #include "rmdiag/import/csvread.h"
@@ -21,7 +23,8 @@
 static const rd_arg cm_csv_table[] = {
     {"INPUT.csv", NULL, RD_ARG_ONCE, RD_ARG_GLOBAL,
      "header run,pair,user,reward_chosen,reward_rejected,in_train, then any\n"
-     "numeric covariate columns (one value per pair; empty or NaN = missing)"},
+     "covariate columns (one value per pair): numbers, or category names (a column\n"
+     "with any cell that is not a number is categorical); empty, nan, NA, null = missing"},
     {"--group", "G", RD_ARG_ONCE, RD_ARG_GLOBAL, "output group (default /cm)"},
     RD_ARG_END,
 };
@@ -32,7 +35,10 @@ const rd_args_spec rd_import_cm_csv_args = {
     .args = cm_csv_table,
     .notes = "Every (pair, run) must appear exactly once. Pairs and runs are numbered in ascending\n"
              "numeric order of their ids when all ids are integers, else in order of first appearance;\n"
-             "the ids are kept in /cm/pair_id and /cm/run_id. Users may be integers or strings.\n",
+             "the ids are kept in /cm/pair_id and /cm/run_id. Users may be integers or strings. Within a\n"
+             "run all pairs of a user must share in_train (a user is trained on or held out).\n"
+             "Numeric covariates are written as float64, categorical ones as strings (\"\" = missing);\n"
+             "strata take either with \"categorical\": true.\n",
     .operand = "INPUT.csv",
     .max_operands = 1,
 };
@@ -67,6 +73,13 @@ typedef struct csv_state {
   int *cov_col;       /* header position -> covariate index or -1 */
   int ncov;
   char **header;
+  /* per covariate: the distinct texts of its cells (categories), and the line of the first cell that is
+   * not a number (0: every cell is a number or missing, the column is numeric) */
+  rd_idmap *cov_text;
+  int64_t *cov_text_line;
+  /* per covariate: the first row whose cell equals its pair's first cell as a number but not as text
+   * (line, pair, the two texts): an error once the column turns out categorical */
+  int64_t (*cov_numeq)[4];
   /* accumulated rows */
   rd_idmap runs, pairs, users;
   int64_t n;
@@ -78,7 +91,8 @@ typedef struct csv_state {
   /* per pair (indexed by pair id in first-appearance order) */
   size_t pcap;
   int64_t *pair_user, *pair_line;
-  double *pair_cov;  /* [pcap][ncov] */
+  double *pair_cov;  /* [pcap][ncov] as numbers (NaN: missing or not a number) */
+  int32_t *pair_cat; /* [pcap][ncov] as texts: ids in cov_text, -1 missing */
 } csv_state;
 
 static int parse_double(const char *s, double *out) {
@@ -111,10 +125,11 @@ static int grow_rows(csv_state *S) {
 /* Room for pair `p`: its user, the line that first gave it, and its covariates. */
 static int grow_pairs(csv_state *S, int64_t p) {
   size_t cap = S->pcap;
-  void *arrays[] = {&S->pair_user, &S->pair_line, &S->pair_cov};
+  void *arrays[] = {&S->pair_user, &S->pair_line, &S->pair_cov, &S->pair_cat};
   const size_t elems[] = {sizeof *S->pair_user, sizeof *S->pair_line,
-                          sizeof *S->pair_cov * (size_t)(S->ncov ? S->ncov : 1)};
-  if (rd_vec_reserve_n(arrays, elems, 3, &cap, (size_t)p + 1) != 0) return -1;
+                          sizeof *S->pair_cov * (size_t)(S->ncov ? S->ncov : 1),
+                          sizeof *S->pair_cat * (size_t)(S->ncov ? S->ncov : 1)};
+  if (rd_vec_reserve_n(arrays, elems, 4, &cap, (size_t)p + 1) != 0) return -1;
   S->pcap = cap;
   return 0;
 }
@@ -151,6 +166,13 @@ static int on_header(csv_state *S, const rd_csv_record *rec, rd_status *st) {
                      (long long)rec->line, c + 1, S->header[c]);
     S->cov_col[c] = S->ncov++;
   }
+  S->cov_text = calloc((size_t)(S->ncov ? S->ncov : 1), sizeof *S->cov_text);
+  S->cov_text_line = calloc((size_t)(S->ncov ? S->ncov : 1), sizeof *S->cov_text_line);
+  S->cov_numeq = calloc((size_t)(S->ncov ? S->ncov : 1), sizeof *S->cov_numeq);
+  if (!S->cov_text || !S->cov_text_line || !S->cov_numeq)
+    return rd_fail(st, RD_EFAIL, "out of memory reading %s", S->file);
+  for (int k = 0; k < S->ncov; k++)
+    if (rd_idmap_init(&S->cov_text[k], 64) != 0) return rd_fail(st, RD_EFAIL, "out of memory reading %s", S->file);
   for (int k = 0; k < N_REQ; k++)
     if (S->col_of[k] < 0)
       return rd_fail(st, RD_EINPUT, "%s: line %lld (header): missing column \"%s\" (expected run,pair,user,"
@@ -176,10 +198,35 @@ static int row_values(const csv_state *S, char **v, int64_t line, double *rc, do
   return RD_OK;
 }
 
-/* A pair's user and covariates: set by its first row, the same on every later one. */
+static int is_missing(const char *t) {
+  return !t[0] || strcasecmp(t, "nan") == 0 || strcasecmp(t, "na") == 0 || strcasecmp(t, "null") == 0;
+}
+
+/* One covariate cell: its number (NaN when missing or not a number) and its text's category id (-1 when
+ * missing). The first cell that is not a number makes the column categorical. */
+static int cov_cell(csv_state *S, int k, int c, const char *t, int64_t line, double *x, int32_t *cat, rd_status *st) {
+  *x = NAN;
+  *cat = -1;
+  if (is_missing(t)) return RD_OK;
+  if (!parse_double(t, x)) {
+    *x = NAN;
+    if (!S->cov_text_line[k]) S->cov_text_line[k] = line;
+  }
+  if (rd_utf8_invalid_at(t, strlen(t)) >= 0)
+    return rd_fail(st, RD_EINPUT, "%s: line %lld: covariate %s: the value is not valid UTF-8 text", S->file,
+                   (long long)line, S->header[c]);
+  int64_t id = rd_idmap_get(&S->cov_text[k], t, strlen(t), NULL);
+  if (id < 0 || id > INT32_MAX) return rd_fail(st, RD_EFAIL, "out of memory reading %s", S->file);
+  *cat = (int32_t)id;
+  return RD_OK;
+}
+
+/* A pair's user and covariates: set by its first row, the same on every later one (covariates compared
+ * as numbers when both cells are numbers, else as text; the first row's text names the category). */
 static int pair_values(csv_state *S, char **v, int64_t line, int64_t p, int64_t u, int is_new, rd_status *st) {
   const char *f = S->file, *pair = v[S->col_of[COL_PAIR]], *user = v[S->col_of[COL_USER]];
   double *cov = S->pair_cov + p * S->ncov;
+  int32_t *cat = S->pair_cat + p * S->ncov;
   if (is_new) {
     S->pair_user[p] = u;
     S->pair_line[p] = line;
@@ -191,18 +238,18 @@ static int pair_values(csv_state *S, char **v, int64_t line, int64_t p, int64_t 
   for (int c = 0; c < S->ncols; c++) {
     int k = S->cov_col[c];
     if (k < 0) continue;
-    const char *t = v[c];
-    double x = NAN;
-    if (t[0] && strcasecmp(t, "nan") != 0 && strcasecmp(t, "na") != 0 && strcasecmp(t, "null") != 0 &&
-        !parse_double(t, &x))
-      return rd_fail(st, RD_EINPUT, "%s: line %lld: covariate %s = \"%s\", expected a number (or empty for missing)", f,
-                     (long long)line, S->header[c], t);
+    double x;
+    int32_t id;
+    RD_TRY(cov_cell(S, k, c, v[c], line, &x, &id, st));
     if (is_new) {
       cov[k] = x;
-    } else if (!(cov[k] == x || (isnan(cov[k]) && isnan(x)))) {
-      return rd_fail(st, RD_EINPUT, "%s: line %lld: covariate %s of pair \"%s\" is %s here but %.17g on line %lld; a "
-                     "covariate has one value per pair", f, (long long)line, S->header[c], pair, t, cov[k],
-                     (long long)S->pair_line[p]);
+      cat[k] = id;
+    } else if (cat[k] != id && !isnan(cov[k]) && cov[k] == x) {
+      if (!S->cov_numeq[k][0]) memcpy(S->cov_numeq[k], (int64_t[4]){line, p, id, cat[k]}, sizeof S->cov_numeq[k]);
+    } else if (cat[k] != id) {
+      return rd_fail(st, RD_EINPUT, "%s: line %lld: covariate %s of pair \"%s\" is \"%s\" here but \"%s\" on line "
+                     "%lld; a covariate has one value per pair", f, (long long)line, S->header[c], pair, v[c],
+                     cat[k] < 0 ? "" : S->cov_text[k].keys[cat[k]], (long long)S->pair_line[p]);
     }
   }
   return RD_OK;
@@ -247,8 +294,11 @@ static void state_free(csv_state *S) {
   for (int c = 0; S->header && c < S->ncols; c++) free(S->header[c]);
   free(S->header);
   free(S->cov_col);
+  for (int k = 0; S->cov_text && k < S->ncov; k++) rd_idmap_free(&S->cov_text[k]);
+  free(S->cov_text);
+  free(S->cov_numeq);
   void *arrays[] = {S->r_run, S->r_pair, S->r_rc, S->r_rr, S->r_flag, S->r_line, S->pair_user, S->pair_line,
-                    S->pair_cov};
+                    S->pair_cov, S->pair_cat, S->cov_text_line};
   for (size_t k = 0; k < sizeof arrays / sizeof arrays[0]; k++) free(arrays[k]);
   rd_idmap_free(&S->runs);
   rd_idmap_free(&S->pairs);
@@ -359,6 +409,48 @@ static int table_check(const csv_state *S, const cm_table *T, rd_status *st) {
   return RD_OK;
 }
 
+/* In a categorical column a pair's cells are one text: "1" and "1.0" are one number but two names. */
+static int check_category_texts(const csv_state *S, rd_status *st) {
+  for (int c = 0; c < S->ncols; c++) {
+    int k = S->cov_col[c];
+    if (k < 0 || !S->cov_text_line[k] || !S->cov_numeq[k][0]) continue;
+    const int64_t *e = S->cov_numeq[k];
+    return rd_fail(st, RD_EINPUT, "%s: line %lld: covariate %s of pair \"%s\" is \"%s\" here but \"%s\" on line %lld; "
+                   "%s holds category names (line %lld has a cell that is not a number), so a pair's cells must be the "
+                   "same text", S->file, (long long)e[0], S->header[c], S->pairs.keys[e[1]], S->cov_text[k].keys[e[2]],
+                   S->cov_text[k].keys[e[3]], (long long)S->pair_line[e[1]], S->header[c],
+                   (long long)S->cov_text_line[k]);
+  }
+  return RD_OK;
+}
+
+/* Within every run all pairs of a user share in_train (the run trained on the user or held it out).
+ * Rows in file order: the first row of a (user, run) sets the flag, and the first row that disagrees
+ * is the error, so the message names the lowest such line. Runs after table_check: every pair has
+ * every run, so U x R <= P x R = the rows. */
+static int user_split_check(const csv_state *S, rd_status *st) {
+  int64_t U = S->users.n, R = S->runs.n;
+  int64_t cells = U * R;
+  int64_t *first = malloc(sizeof(int64_t) * (size_t)(cells > 0 ? cells : 1));
+  if (!first) return rd_fail(st, RD_EFAIL, "out of memory importing %s", S->file);
+  for (int64_t k = 0; k < cells; k++) first[k] = -1;
+  int rc = RD_OK;
+  for (int64_t i = 0; i < S->n && rc == RD_OK; i++) {
+    int64_t u = S->pair_user[S->r_pair[i]], k = u * R + S->r_run[i], j = first[k];
+    if (j < 0) {
+      first[k] = i;
+    } else if (S->r_flag[j] != S->r_flag[i]) {
+      rc = rd_fail(st, RD_EINPUT, "%s: line %lld: user \"%s\" is split inconsistently in run \"%s\": pair \"%s\" has "
+                   "in_train = %d here but pair \"%s\" has in_train = %d on line %lld; within a run all pairs of a "
+                   "user must share in_train (the run trained on the user or held it out)", S->file,
+                   (long long)S->r_line[i], S->users.keys[u], S->runs.keys[S->r_run[i]], S->pairs.keys[S->r_pair[i]],
+                   S->r_flag[i], S->pairs.keys[S->r_pair[j]], S->r_flag[j], (long long)S->r_line[j]);
+    }
+  }
+  free(first);
+  return rc;
+}
+
 static int table_fill(const csv_state *S, cm_table *T, rd_status *st) {
   size_t cells = (size_t)(T->P * T->R);
   T->rc = malloc(sizeof(double) * cells);
@@ -432,16 +524,27 @@ static int write_ids_and_covariates(hid_t h, const char *group, const csv_state 
   if (rc == RD_OK) rc = rd_h5_write_strings(h, ds_path(path, sizeof path, group, "run_id"), R, ids, st);
   free(ids);
   double *col = malloc(sizeof(double) * (size_t)(P ? P : 1));
-  for (int c = 0; col && rc == RD_OK && c < S->ncols; c++) {
+  const char **text = malloc(sizeof(char *) * (size_t)(P ? P : 1));
+  if (!col || !text) rc = rd_fail(st, RD_EFAIL, "out of memory");
+  for (int c = 0; rc == RD_OK && c < S->ncols; c++) {
     int k = S->cov_col[c];
     if (k < 0) continue;
-    for (int64_t i = 0; i < P; i++) col[i] = S->pair_cov[T->pperm[i] * S->ncov + k];
     char name[600];
     snprintf(name, sizeof name, "covariates/%.500s", S->header[c]);
-    rc = rd_h5_write_chunked(h, ds_path(path, sizeof path, group, name), 1, d1, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
-                             col, st);
+    if (S->cov_text_line[k]) {  /* categorical: the names, "" where missing */
+      for (int64_t i = 0; i < P; i++) {
+        int32_t id = S->pair_cat[T->pperm[i] * S->ncov + k];
+        text[i] = id < 0 ? "" : S->cov_text[k].keys[id];
+      }
+      rc = rd_h5_write_strings(h, ds_path(path, sizeof path, group, name), P, text, st);
+    } else {
+      for (int64_t i = 0; i < P; i++) col[i] = S->pair_cov[T->pperm[i] * S->ncov + k];
+      rc = rd_h5_write_chunked(h, ds_path(path, sizeof path, group, name), 1, d1, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
+                               col, st);
+    }
   }
   free(col);
+  free(text);
   return rc;
 }
 
@@ -470,6 +573,31 @@ static int write_output(const csv_state *S, const cm_table *T, const char *out_p
 
 /* ---- the command ------------------------------------------------------------------------------------------ */
 
+/* What was written, every covariate's type and missing count: a cm-csv import keeps every row. */
+static void log_summary(const csv_state *S, const char *out_path, FILE *log) {
+  fprintf(log, "rmdiag import cm-csv: %lld rows -> %lld pairs x %lld runs, %lld users, %d covariates -> %s\n",
+          (long long)S->n, (long long)S->pairs.n, (long long)S->runs.n, (long long)S->users.n, S->ncov, out_path);
+  fprintf(log, "rmdiag import cm-csv: kept every row; dropped none");
+  for (int c = 0; c < S->ncols; c++) {
+    int k = S->cov_col[c];
+    if (k < 0) continue;
+    int64_t missing = 0, cats = 0;
+    uint8_t *seen = calloc((size_t)S->cov_text[k].n + 1, 1);
+    for (int64_t p = 0; p < S->pairs.n; p++) {
+      int32_t id = S->pair_cat[p * S->ncov + k];
+      missing += id < 0;
+      if (id >= 0 && seen && !seen[id]) seen[id] = 1, cats++;
+    }
+    free(seen);
+    if (S->cov_text_line[k])
+      fprintf(log, "; covariate %s: categorical (%lld categories; line %lld has the first cell that is not a number), "
+              "%lld pairs missing", S->header[c], (long long)cats, (long long)S->cov_text_line[k], (long long)missing);
+    else
+      fprintf(log, "; covariate %s: numeric, %lld pairs missing", S->header[c], (long long)missing);
+  }
+  fputc('\n', log);
+}
+
 int rd_import_cm_csv(int argc, char **argv, const char *out_path, FILE *log, rd_status *st) {
   const char *input, *group;
   RD_TRY(parse_options(argc, argv, &input, &group, st));
@@ -482,15 +610,15 @@ int rd_import_cm_csv(int argc, char **argv, const char *out_path, FILE *log, rd_
   int rc = rd_csv_read(input, RD_CSV_STRICT, on_record, &S, st);
   if (rc == RD_OK && !S.header) rc = rd_fail(st, RD_EINPUT, "%s: empty file (expected a header row)", input);
   if (rc == RD_OK && S.n == 0) rc = rd_fail(st, RD_EINPUT, "%s: no data rows after the header", input);
+  if (rc == RD_OK) rc = check_category_texts(&S, st);
   cm_table T;
   memset(&T, 0, sizeof T);
   if (rc == RD_OK) rc = table_order(&S, &T, st);
   if (rc == RD_OK) rc = table_check(&S, &T, st);
+  if (rc == RD_OK) rc = user_split_check(&S, st);
   if (rc == RD_OK) rc = table_fill(&S, &T, st);
   if (rc == RD_OK) rc = write_output(&S, &T, out_path, group, st);
-  if (rc == RD_OK && log)
-    fprintf(log, "rmdiag import cm-csv: %lld rows -> %lld pairs x %lld runs, %lld users, %d covariates -> %s\n",
-            (long long)S.n, (long long)S.pairs.n, (long long)S.runs.n, (long long)S.users.n, S.ncov, out_path);
+  if (rc == RD_OK && log) log_summary(&S, out_path, log);
   table_free(&T);
   state_free(&S);
   return rc;

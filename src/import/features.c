@@ -221,6 +221,23 @@ static int write_labels(hid_t h, const char *base, const labels *L, rd_status *s
 
 /* ---- the command ------------------------------------------------------------------------------------- */
 
+/* The rest of an item's line: what its labels hold. Every row is kept (a missing label is stored as -1,
+ * not dropped). */
+static void log_labels(const item *it, const labels *L, FILE *log) {
+  if (!it->labels) {
+    fprintf(log, "; kept every row; dropped none\n");
+    return;
+  }
+  int64_t missing = 0, split[3] = {0, 0, 0};
+  for (int64_t i = 0; i < L->n; i++) {
+    missing += L->label[i] < 0;
+    if (L->split[i] < 3) split[L->split[i]]++;
+  }
+  fprintf(log, "; labels from %s: train %lld, validation %lld, test %lld rows, %lld labels missing (stored as -1); "
+          "kept every row; dropped none\n", it->labels, (long long)split[0], (long long)split[1], (long long)split[2],
+          (long long)missing);
+}
+
 /* One item: GROUP[/RM]/TASK/X with its label and split, or GROUP[/RM]/infer/X; *rows counts its rows. */
 static int import_item(hid_t h, const char *group, const item *it, int64_t *rows, FILE *log, rd_status *st) {
   feat_file F;
@@ -239,11 +256,13 @@ static int import_item(hid_t h, const char *group, const item *it, int64_t *rows
   snprintf(path, sizeof path, "%s/X", base);
   if (rc == RD_OK) rc = copy_features(h, &F, path, st);
   if (rc == RD_OK && it->labels) rc = write_labels(h, base, &L, st);
-  if (rc == RD_OK && log)
-    fprintf(log, "rmdiag import features: %s: %lld x %lld %s -> %s\n", it->features, (long long)F.N, (long long)F.d,
+  if (rc == RD_OK && log) {
+    fprintf(log, "rmdiag import features: %s: %lld x %lld %s -> %s", it->features, (long long)F.N, (long long)F.d,
             F.etype == E_F16 ? "float16" : F.etype == E_BF16 ? "bfloat16 (widened to float32)"
                                          : F.etype == E_F64 ? "float64 (rounded to float32)" : "float32",
             base);
+    log_labels(it, &L, log);
+  }
   *rows += F.N;
   feat_close(&F);
   labels_free(&L);

@@ -16,6 +16,7 @@
 #include "rmdiag/common/jsonutil.h"
 #include "rmdiag/common/vec.h"
 #include "rmdiag/import/numleak_parse.h"
+#include "rmdiag/import/recognise.h"
 
 /* ---- names and per-series flags ---------------------------------------------------------------------- */
 
@@ -529,12 +530,86 @@ static int panel_row(nl_state *S, const panel_opts *p, int32_t src, const jrow *
   }
 }
 
+/* ---- RewardBench files given as panels --------------------------------------------------------------------- */
+
+/* The RewardBench version of a per-subset accuracy object ({"alpacaeval-easy": 0.97, ...}) by its subset
+ * names: RD_LOOKS_RB1 or RD_LOOKS_RB2 (the more names), else RD_LOOKS_UNKNOWN. */
+static rd_looks rb_accuracy_looks(const cJSON *obj, const char **key) {
+  int n[3] = {0, 0, 0};
+  const char *first[3] = {NULL, NULL, NULL};
+  for (const cJSON *e = cJSON_IsObject(obj) ? obj->child : NULL; e; e = e->next) {
+    int v = rd_rb_subset_version(e->string);
+    if (!first[v]) first[v] = e->string;
+    n[v] += cJSON_IsNumber(e);
+  }
+  if (n[1] == 0 && n[2] == 0) return RD_LOOKS_UNKNOWN;
+  *key = first[n[1] >= n[2] ? 1 : 2];
+  return n[1] >= n[2] ? RD_LOOKS_RB1 : RD_LOOKS_RB2;
+}
+
+/* A panel whose first rows are RewardBench results (rows, the object of parallel arrays, a metadata row,
+ * or per-subset accuracies) and lack the month field every panel row needs is refused naming the importer
+ * that reads it; a panel mapping its fields onto such keys on purpose is read as asked. */
+static int refuse_rewardbench(nl_state *S, const panel_opts *p, const rd_jsonl_values *V) {
+  if (V->n == 0 || !p->path[F_MONTH] || json_at(V->value[0], p->path[F_MONTH])) return RD_OK;
+  const char *key = NULL, *key2 = NULL;
+  int64_t line = V->line[0];
+  rd_looks l = rd_import_looks(V->value[0], &key);
+  if (l == RD_LOOKS_RB_META && V->n > 1) {
+    rd_looks l2 = rd_import_looks(V->value[1], &key2);
+    if (l2 == RD_LOOKS_RB1 || l2 == RD_LOOKS_RB2) l = l2, key = key2, line = V->line[1];
+  }
+  if (l == RD_LOOKS_UNKNOWN) l = rb_accuracy_looks(V->value[0], &key);
+  if (l != RD_LOOKS_RB1 && l != RD_LOOKS_RB2 && l != RD_LOOKS_RB_META) return RD_OK;
+  return rd_fail(S->st, RD_EINPUT, "%s: line %lld: key \"%s\" marks %s, not a NumLeak panel (no month field \"%s\"); "
+                 "import this file with %s %s", p->file, (long long)line, key, rd_looks_what(l), p->path[F_MONTH],
+                 rd_looks_command(l), p->file);
+}
+
+/* A panel that is not one JSON object per line: when it reads as RewardBench results over several lines
+ * (pretty-printed parallel arrays or accuracies), say so instead of the JSON error. */
+static int refuse_rewardbench_document(nl_state *S, const panel_opts *p) {
+  rd_status st2;
+  rd_status_init(&st2);
+  rd_jsonl_values V;
+  int rc = rd_jsonl_read_all(p->file, RD_JSONL_MULTILINE, &V, &st2) == RD_OK ? refuse_rewardbench(S, p, &V) : RD_OK;
+  rd_jsonl_values_free(&V);
+  return rc;
+}
+
 /* ---- one panel ------------------------------------------------------------------------------------------------ */
+
+/* What the panel kept and what it dropped, and which option dropped it: nothing is left out silently. */
+static void log_panel(const nl_state *S, const panel_opts *p, const panel_counts *c) {
+  int cells = p->role == ROLE_CELLS;
+  int64_t where = c->rows - c->dup - c->kept, err_dropped = cells ? 0 : c->errors;
+  fprintf(S->log, "rmdiag import numleak: %s (%s): %lld rows; kept %lld", p->file, nl_role_names[p->role],
+          (long long)c->rows, (long long)(c->kept - err_dropped));
+  if (cells) fprintf(S->log, ", %lld error rows among them (status 2)", (long long)c->errors);
+  fprintf(S->log, ", %lld parsed, %lld with a number beyond float64 (no number); ", (long long)c->parsed,
+          (long long)c->overflow);
+  if (c->dup + where + err_dropped == 0) {
+    fprintf(S->log, "dropped none\n");
+    return;
+  }
+  fprintf(S->log, "dropped %lld: %lld duplicates by key (--field key), %lld not matching --where",
+          (long long)(c->dup + where + err_dropped), (long long)c->dup, (long long)where);
+  if (!cells)
+    fprintf(S->log, ", %lld error rows (error field \"%s\"; --field error= keeps them)", (long long)err_dropped,
+            p->path[F_ERROR] ? p->path[F_ERROR] : "");
+  fputc('\n', S->log);
+}
 
 int nl_import_panel(nl_state *S, int32_t src) {
   const panel_opts *p = &S->o.panels[src];
   rd_jsonl_values V;
   if (rd_jsonl_read_all(p->file, RD_JSONL_OBJECTS, &V, S->st) != RD_OK) {
+    rd_jsonl_values_free(&V);
+    rd_status keep = *S->st;
+    if (refuse_rewardbench_document(S, p) == RD_OK) *S->st = keep;
+    return S->st->code;
+  }
+  if (refuse_rewardbench(S, p, &V) != RD_OK) {
     rd_jsonl_values_free(&V);
     return S->st->code;
   }
@@ -555,11 +630,7 @@ int nl_import_panel(nl_state *S, int32_t src) {
   }
   if (rc == RD_OK && c.kept == 0)
     rc = rd_fail(S->st, RD_EINPUT, "%s: no row passes the --where filters (the panel would be empty)", p->file);
-  if (rc == RD_OK && S->log)
-    fprintf(S->log, "rmdiag import numleak: %s (%s): %lld rows, %lld kept, %lld duplicates dropped, %lld error rows%s, "
-            "%lld parsed, %lld with a number beyond float64 (no number)\n", p->file, nl_role_names[p->role],
-            (long long)c.rows, (long long)c.kept, (long long)c.dup, (long long)c.errors,
-            p->role == ROLE_CELLS ? " (status 2)" : " (dropped)", (long long)c.parsed, (long long)c.overflow);
+  if (rc == RD_OK && S->log) log_panel(S, p, &c);
   free(jr);
   free(keep);
   rd_jsonl_values_free(&V);

@@ -14,6 +14,7 @@
 #include "rmdiag/common/vec.h"
 #include "rmdiag/import/args.h"
 #include "rmdiag/import/formats.h"
+#include "rmdiag/import/recognise.h"
 
 /* ---- options ------------------------------------------------------------------------------------- */
 
@@ -27,6 +28,9 @@ static const rd_arg rb1_table[] = {
      "  only \"results\" (custom classifiers, generative judges) give the credit directly\n"
      "- per-subset accuracies {\"alpacaeval-easy\": 0.97, ..., \"model\": ...}"},
     {"--group", "G", RD_ARG_ONCE, RD_ARG_GLOBAL, "output group (default /bench)"},
+    {"--drop-incomplete", NULL, RD_ARG_ONCE, RD_ARG_GLOBAL,
+     "keep only the items (subset, id) every model has and drop the others,\n"
+     "counting them per model (without it a missing item is an error)"},
     RD_ARG_END,
 };
 
@@ -36,7 +40,9 @@ const rd_args_spec rd_import_rewardbench_args = {
     .args = rb1_table,
     .notes = "Scores are numbers or one-element lists, stored as float64. The model name is the file's\n"
              "\"model\" (else its base name); files of the same model are merged (e.g. core set + prior\n"
-             "sets). Models are aligned by (subset, id): every model must have the same items.\n"
+             "sets). Models are aligned by (subset, id): every model must have the same items\n"
+             "(--drop-incomplete keeps those all have). RewardBench 2 files (num_correct, scores, or\n"
+             "only RewardBench 2 subset names) and NumLeak panels are refused, naming their importer.\n"
              "NaN, Infinity and -Infinity (as Python writes them) are read, and refused where a finite\n"
              "number is needed.\n",
     .operand = "FILE",
@@ -52,6 +58,9 @@ static const rd_arg rb2_table[] = {
      "(credits are recomputed from the scores). Per-subset accuracy files\n"
      "({\"Factuality\": 0.8, ...}) are accepted too."},
     {"--group", "G", RD_ARG_ONCE, RD_ARG_GLOBAL, "output group (default /bench)"},
+    {"--drop-incomplete", NULL, RD_ARG_ONCE, RD_ARG_GLOBAL,
+     "keep only the items (subset, id) every model has and drop the others,\n"
+     "counting them per model (without it a missing item is an error)"},
     RD_ARG_END,
 };
 
@@ -60,7 +69,10 @@ const rd_args_spec rd_import_rewardbench2_args = {
     .synopsis = "FILE... [--group /bench] -o OUT.h5",
     .args = rb2_table,
     .notes = "Scores are stored as float64. Files of the same model are merged; models are aligned by\n"
-             "(subset, id) and must have the same items with the same numbers of completions.\n"
+             "(subset, id) and must have the same items with the same numbers of completions\n"
+             "(--drop-incomplete keeps those all have). RewardBench v1 files (scores_chosen,\n"
+             "scores_rejected, or only v1 subset names) and NumLeak panels are refused, naming their\n"
+             "importer.\n"
              "NaN, Infinity and -Infinity (as Python writes them) are read, and refused where a finite\n"
              "number is needed.\n",
     .operand = "FILE",
@@ -81,6 +93,7 @@ static int parse_options(rb_state *S, int argc, char **argv, const char **group)
   }
   for (int k = 0; k < n; k++) {
     if (uses[k].row < 0) S->files[S->n_files++] = uses[k].values[0];
+    else if (uses[k].row == rd_args_row(spec, "--drop-incomplete")) S->drop_incomplete = 1;
     else *group = uses[k].values[0];
   }
   free(uses);
@@ -99,6 +112,51 @@ const char *rb_where(const rb_state *S, int32_t file, int64_t pos, char *buf, si
   else if (S->is_list[file]) snprintf(buf, n, "%s: element %lld of the list", fname(S, file), (long long)(-pos - 1));
   else snprintf(buf, n, "%s: item %lld of the parallel arrays", fname(S, file), (long long)(-pos - 1));
   return buf;
+}
+
+/* ---- other formats' files ------------------------------------------------------------------------- */
+
+/* Refuses an object (a row, or a whole file's object) whose keys mark another importer's files:
+ * RewardBench v1 results read as v2 (or the reverse) would lose completions or credits, a NumLeak
+ * panel would fail far from the cause. `pos` 0 names the file only. */
+static int refuse_other(rb_state *S, const cJSON *obj, int32_t file, int64_t pos) {
+  const char *key = NULL;
+  rd_looks l = rd_import_looks(obj, &key), mine = S->v2 ? RD_LOOKS_RB2 : RD_LOOKS_RB1;
+  if (l == mine) S->file_keyed = 1;
+  if (l != RD_LOOKS_NUMLEAK && (l == mine || (l != RD_LOOKS_RB1 && l != RD_LOOKS_RB2))) return RD_OK;
+  char loc[1200];
+  if (pos == 0) snprintf(loc, sizeof loc, "%s", fname(S, file));
+  else rb_where(S, file, pos, loc, sizeof loc);
+  return rd_fail(S->st, RD_EINPUT, "%s: key \"%s\" marks %s, which rmdiag import %s does not read (it reads %s); "
+                 "import this file with %s %s", loc, key, rd_looks_what(l), S->cmd, rd_looks_what(mine),
+                 rd_looks_command(l), fname(S, file));
+}
+
+/* Counts the subset names of the file being read by RewardBench version; pos 0: a key of an accuracy
+ * file. */
+static void note_subset(rb_state *S, int64_t sub, int64_t pos) {
+  int v = rd_rb_subset_version(S->subsets.keys[sub]), other = S->v2 ? 1 : 2;
+  if (v == other && S->file_names[v] == 0) {
+    S->other_sub = sub;
+    S->other_pos = pos;
+  }
+  S->file_names[v]++;
+}
+
+/* A file whose keys do not say which version it is (per-subset accuracies, v1 rows with only
+ * "results") is the other version's when it names only the other version's subsets. */
+static int refuse_other_names(rb_state *S, int32_t file) {
+  int mine = S->v2 ? 2 : 1, other = 3 - mine;
+  if (S->file_keyed || S->file_names[other] == 0 || S->file_names[mine] > 0) return RD_OK;
+  const char *name = S->subsets.keys[S->other_sub];
+  char loc[1200];
+  if (S->other_pos == 0) snprintf(loc, sizeof loc, "%s: key \"%s\"", fname(S, file), name);
+  else rb_where(S, file, S->other_pos, loc, sizeof loc);
+  rd_looks l = other == 1 ? RD_LOOKS_RB1 : RD_LOOKS_RB2;
+  return rd_fail(S->st, RD_EINPUT, "%s: subset \"%s\" is a %s subset and the file names no %s subset: it holds %s, "
+                 "which rmdiag import %s does not read; import this file with %s %s", loc, name,
+                 other == 1 ? "RewardBench v1" : "RewardBench 2", mine == 1 ? "RewardBench v1" : "RewardBench 2",
+                 rd_looks_what(l), S->cmd, rd_looks_command(l), fname(S, file));
 }
 
 /* What a value is, for "expected ..., got X"; non-finite numbers as the file spells them. */
@@ -172,6 +230,7 @@ static int add_item(rb_state *S, rb_model *m, const char *subset, const char *id
   free(key);
   int64_t sub = rd_idmap_get(&S->subsets, subset, ls, NULL);
   if (k < 0 || sub < 0) return rd_fail(S->st, RD_EFAIL, "out of memory");
+  note_subset(S, sub, pos);
   m->items[m->n_items++] = (rb_item){k, (int32_t)sub, n, n_correct, m->n_scores, given, file, pos};
   memcpy(m->scores + m->n_scores, scores, sizeof(double) * (size_t)n);
   m->n_scores += n;
@@ -210,6 +269,7 @@ static int v1_item(rb_state *S, rb_model *m, const cJSON *subset, const cJSON *i
     if (!score_value(sr, &v[1]))
       return rd_fail(S->st, RD_EINPUT, "%s: key \"scores_rejected\": expected a finite number or a one-element list, "
                      "got %s", loc, type_name(sr));
+    if (res && !cJSON_IsNull(res)) S->results_ignored++;  /* the scores decide */
   } else if (res && !cJSON_IsNull(res)) {
     double r = 0.0;
     if (cJSON_IsBool(res)) r = cJSON_IsTrue(res);
@@ -324,6 +384,7 @@ static int accuracy_file(rb_state *S, const cJSON *obj, int32_t file) {
                      cJSON_IsNumber(e) && isfinite(e->valuedouble) ? "a number out of range" : type_name(e));
     int64_t sub = rd_idmap_get(&S->subsets, e->string, strlen(e->string), NULL);
     if (sub < 0) return rd_fail(S->st, RD_EFAIL, "out of memory");
+    note_subset(S, sub, 0);
     for (int64_t q = 0; q < m->n_acc; q++)
       if (m->acc_subset[q] == sub)
         return rd_fail(S->st, RD_EINPUT, "%s: key \"%s\": model \"%s\" already has an accuracy for this subset (from "
@@ -370,6 +431,8 @@ static int parallel_arrays(rb_state *S, const cJSON *obj, int32_t file) {
                    fname(S, file), col[2] ? "scores" : "num_correct");
   rb_model *m = named_model(S, cJSON_GetObjectItemCaseSensitive(obj, "model"), file);
   if (!m) return S->st->code;
+  const cJSON *res = S->v2 ? cJSON_GetObjectItemCaseSensitive(obj, "results") : NULL;
+  for (const cJSON *e = cJSON_IsArray(res) ? res->child : NULL; e; e = e->next) S->results_ignored += !cJSON_IsNull(e);
   score_buf buf = {NULL, 0};
   int rc = RD_OK;
   for (int i = 0; i < n && rc == RD_OK; i++) {
@@ -397,7 +460,17 @@ static int row_item(rb_state *S, rb_model *m, const cJSON *row, int64_t k, int32
   if (cJSON_IsString(mv) && strcmp(mv->valuestring, m->name) != 0)
     return rd_fail(S->st, RD_EINPUT, "%s: key \"model\" = \"%s\" but the file's model is \"%s\" (one model per file)",
                    rb_where(S, file, pos, loc, sizeof loc), mv->valuestring, m->name);
+  RD_TRY(refuse_other(S, row, file, pos));
 #define KEY(k) cJSON_GetObjectItemCaseSensitive(row, k)
+  /* a v1 judge's row (only "results") of a v1 subset: no key says so, the subset does */
+  const cJSON *sub = KEY("subset");
+  if (S->v2 && !KEY("num_correct") && !KEY("scores") && cJSON_IsString(sub) &&
+      rd_rb_subset_version(sub->valuestring) == 1)
+    return rd_fail(S->st, RD_EINPUT, "%s: subset \"%s\" is a RewardBench v1 subset and the row has no \"num_correct\" "
+                   "or \"scores\": it holds RewardBench v1 results, which rmdiag import rewardbench2 does not read; "
+                   "import this file with rmdiag import rewardbench %s", rb_where(S, file, pos, loc, sizeof loc),
+                   sub->valuestring, fname(S, file));
+  if (S->v2 && KEY("results") && !cJSON_IsNull(KEY("results"))) S->results_ignored++;
   if (S->v2) return v2_item(S, m, KEY("subset"), KEY("id"), KEY("num_correct"), KEY("scores"), file, pos, buf);
   return v1_item(S, m, KEY("subset"), KEY("id"), KEY("scores_chosen"), KEY("scores_rejected"), KEY("results"), file,
                  pos);
@@ -447,6 +520,9 @@ static int read_file(rb_state *S, int32_t file) {
   int rc = rd_jsonl_read_all(fname(S, file), RD_JSONL_MULTILINE, &V, S->st);
   if (rc == RD_OK && V.n == 0)
     rc = rd_fail(S->st, RD_EINPUT, "%s: empty file (expected RewardBench results)", fname(S, file));
+  S->file_keyed = 0;
+  S->file_names[0] = S->file_names[1] = S->file_names[2] = 0;
+  if (rc == RD_OK && V.n == 1) rc = refuse_other(S, V.value[0], file, 0);
   if (rc == RD_OK) {
     const cJSON *first = V.value[0];
     const cJSON *sub = cJSON_GetObjectItemCaseSensitive(first, "subset");
@@ -458,6 +534,7 @@ static int read_file(rb_state *S, int32_t file) {
     else
       rc = rows_file(S, &V, file);
   }
+  if (rc == RD_OK) rc = refuse_other_names(S, file);
   rd_jsonl_values_free(&V);
   return rc;
 }

@@ -54,6 +54,13 @@ typedef struct rb_state {
   int mode_file;
   int any_given;
   uint8_t *is_list;  /* per file: rows given as one JSON list (positions are list elements) */
+  int drop_incomplete;        /* --drop-incomplete: keep only the items every model has */
+  int64_t results_ignored;    /* items whose "results" was not used (scores decide) */
+  /* the file being read: whether its keys said which version it is, and the subset names it uses of
+   * each version (index 1, 2), with the first of the other version's (for the message) */
+  int file_keyed;
+  int64_t file_names[3];
+  int64_t other_sub, other_pos;
 } rb_state;
 
 /* "FILE: line 12", "FILE: element 3 of the list" or "FILE: item 17 of the parallel arrays". */

@@ -43,15 +43,18 @@ static int index_items(rb_state *S) {
   return RD_OK;
 }
 
-/* Model md has exactly the first model's items, with the same numbers of completions. */
+/* Model md has exactly the first model's items (with --drop-incomplete: those items it has are
+ * checked, the others dropped), with the same numbers of completions. */
 static int check_aligned(rb_state *S, const rb_model *ref, const rb_model *md) {
   char loc[1200], loc2[1200], kb[1200];
   for (int64_t i = 0; i < md->n_items; i++) {
     const rb_item *it = &md->items[i];
     int64_t r = ref->by_key[it->key];
+    if (r < 0 && S->drop_incomplete) continue;
     if (r < 0)
       return rd_fail(S->st, RD_EINPUT, "%s: model \"%s\" has item (%s), which model \"%s\" (%s) lacks; models are "
-                     "aligned by (subset, id) and must have the same items",
+                     "aligned by (subset, id) and must have the same items (--drop-incomplete keeps only the items "
+                     "every model has)",
                      rb_where(S, it->file, it->pos, loc, sizeof loc), md->name, key_parts(S, it->key, kb, sizeof kb),
                      ref->name, S->files[ref->first_file]);
     const rb_item *ri = &ref->items[r];
@@ -62,19 +65,39 @@ static int check_aligned(rb_state *S, const rb_model *ref, const rb_model *md) {
                      it->n, it->n_correct, ref->name, ri->n, ri->n_correct,
                      rb_where(S, ri->file, ri->pos, loc2, sizeof loc2));
   }
-  for (int64_t r = 0; r < ref->n_items; r++)
+  for (int64_t r = 0; r < ref->n_items && !S->drop_incomplete; r++)
     if (md->by_key[ref->items[r].key] < 0) {
       const rb_item *ri = &ref->items[r];
       return rd_fail(S->st, RD_EINPUT, "model \"%s\" (%s) lacks item (%s) of model \"%s\" (%s); models are aligned by "
-                     "(subset, id) and must have the same items", md->name, S->files[md->first_file],
-                     key_parts(S, ri->key, kb, sizeof kb), ref->name, rb_where(S, ri->file, ri->pos, loc, sizeof loc));
+                     "(subset, id) and must have the same items (--drop-incomplete keeps only the items every model "
+                     "has)", md->name, S->files[md->first_file], key_parts(S, ri->key, kb, sizeof kb), ref->name,
+                     rb_where(S, ri->file, ri->pos, loc, sizeof loc));
     }
+  return RD_OK;
+}
+
+/* --drop-incomplete: the first model's items that every model has, in its order (kept[i] = its item
+ * index); an error when none is left. */
+static int common_items(rb_state *S, int64_t **kept, int64_t *n_kept) {
+  const rb_model *ref = &S->models[0];
+  *kept = malloc(sizeof(int64_t) * (size_t)(ref->n_items ? ref->n_items : 1));
+  if (!*kept) return rd_fail(S->st, RD_EFAIL, "out of memory");
+  *n_kept = 0;
+  for (int64_t i = 0; i < ref->n_items; i++) {
+    int all = 1;
+    for (int m = 1; m < S->n_models && all; m++) all = S->models[m].by_key[ref->items[i].key] >= 0;
+    if (all) (*kept)[(*n_kept)++] = i;
+  }
+  if (*n_kept == 0)
+    return rd_fail(S->st, RD_EINPUT, "rmdiag import %s --drop-incomplete: no item (subset, id) is present for every "
+                   "model: nothing would be left", S->cmd);
   return RD_OK;
 }
 
 /* What is written: per-item arrays (items mode) or the accuracy table, and the names. */
 typedef struct rb_layout {
   int64_t I, C, Sn;
+  int64_t *kept;     /* the first model's items written (all, or with --drop-incomplete those every model has) */
   int64_t *sub_new;  /* subset id -> output subset, -1 when the first model has none */
   int32_t *isub, *inc;
   int64_t *ioff;
@@ -86,8 +109,7 @@ typedef struct rb_layout {
  * scores (and given credits) copied into that order. */
 static int layout_items(rb_state *S, rb_layout *L) {
   rb_model *ref = &S->models[0];
-  int64_t M = S->n_models, I = ref->n_items;
-  L->I = I;
+  int64_t M = S->n_models, I = L->I;
   L->sub_new = malloc(sizeof(int64_t) * (size_t)(S->subsets.n + 1));
   L->isub = malloc(sizeof(int32_t) * (size_t)I);
   L->inc = malloc(sizeof(int32_t) * (size_t)I);
@@ -97,7 +119,7 @@ static int layout_items(rb_state *S, rb_layout *L) {
   for (int64_t s = 0; s < S->subsets.n; s++) L->sub_new[s] = -1;
   L->ioff[0] = 0;
   for (int64_t i = 0; i < I; i++) {
-    rb_item *it = &ref->items[i];
+    rb_item *it = &ref->items[L->kept[i]];
     if (L->sub_new[it->subset] < 0) L->sub_new[it->subset] = L->Sn++;
     L->isub[i] = (int32_t)L->sub_new[it->subset];
     L->inc[i] = it->n_correct;
@@ -110,7 +132,7 @@ static int layout_items(rb_state *S, rb_layout *L) {
   for (int m = 0; m < M; m++) {
     rb_model *md = &S->models[m];
     for (int64_t i = 0; i < I; i++) {
-      const rb_item *it = &md->items[md->by_key[ref->items[i].key]];
+      const rb_item *it = &md->items[md->by_key[ref->items[L->kept[i]].key]];
       memcpy(L->scores + m * C + L->ioff[i], md->scores + it->off, sizeof(double) * (size_t)it->n);
       if (L->given) L->given[m * I + i] = it->given;
     }
@@ -131,7 +153,7 @@ static int layout_accuracies(rb_state *S, rb_layout *L) {
 }
 
 static void layout_free(rb_layout *L) {
-  void *arrays[] = {L->sub_new, L->isub, L->inc, L->ioff, L->scores, L->given, L->acc, (void *)L->names};
+  void *arrays[] = {L->kept, L->sub_new, L->isub, L->inc, L->ioff, L->scores, L->given, L->acc, (void *)L->names};
   for (size_t k = 0; k < sizeof arrays / sizeof arrays[0]; k++) free(arrays[k]);
 }
 
@@ -159,8 +181,9 @@ static int write_items(hid_t h, const char *group, rb_state *S, rb_layout *L) {
                                H5T_NATIVE_DOUBLE, L->given, st));
   const rb_model *ref = &S->models[0];
   for (int64_t i = 0; i < I; i++) {
-    const char *k = S->keys.keys[ref->items[i].key];
-    const char *sep = memchr(k, '\x1f', S->keys.lens[ref->items[i].key]);
+    int64_t key = ref->items[L->kept[i]].key;
+    const char *k = S->keys.keys[key];
+    const char *sep = memchr(k, '\x1f', S->keys.lens[key]);
     L->names[i] = sep ? sep + 1 : k;
   }
   return rd_h5_write_strings(h, ds_path(path, sizeof path, group, "item_id"), I, L->names, st);
@@ -191,6 +214,32 @@ static int write_bench(rb_state *S, rb_layout *L, hid_t h, const char *group) {
   return rd_h5_write_attr_string(h, group, "source", S->v2 ? "rewardbench2" : "rewardbench", st);
 }
 
+/* What was kept, and what was dropped and by which option: nothing is left out silently. */
+static void log_dropped(const rb_state *S, const rb_layout *L, FILE *log) {
+  int M = S->n_models;
+  if (S->mode != RB_MODE_ITEMS) {
+    fprintf(log, "rmdiag import %s: kept every accuracy of every file; dropped none\n", S->cmd);
+    return;
+  }
+  int64_t K = S->keys.n, dropped = K - L->I;
+  if (dropped == 0) {
+    fprintf(log, "rmdiag import %s: kept all %lld items of every model; dropped none", S->cmd, (long long)L->I);
+  } else {
+    fprintf(log, "rmdiag import %s: kept %lld items every model has; dropped %lld of %lld items (subset, id) that "
+            "some model lacks (--drop-incomplete):", S->cmd, (long long)L->I, (long long)dropped, (long long)K);
+    for (int m = 0, first = 1; m < M; m++)
+      if (K > S->models[m].n_items) {
+        fprintf(log, "%s model \"%s\" lacks %lld", first ? "" : ",", S->models[m].name,
+                (long long)(K - S->models[m].n_items));
+        first = 0;
+      }
+  }
+  if (S->results_ignored)
+    fprintf(log, "; \"results\" of %lld item%s not used (%s)", (long long)S->results_ignored,
+            S->results_ignored == 1 ? "" : "s", S->v2 ? "credits are recomputed from the scores" : "the scores decide");
+  fputc('\n', log);
+}
+
 static void log_summary(const rb_state *S, const rb_layout *L, const char *out_path, FILE *log) {
   int M = S->n_models;
   if (S->mode == RB_MODE_ITEMS)
@@ -200,6 +249,7 @@ static void log_summary(const rb_state *S, const rb_layout *L, const char *out_p
   else
     fprintf(log, "rmdiag import %s: %d file%s -> %d model%s, accuracies of %lld subsets -> %s\n", S->cmd, S->n_files,
             S->n_files == 1 ? "" : "s", M, M == 1 ? "" : "s", (long long)L->Sn, out_path);
+  log_dropped(S, L, log);
 }
 
 int rb_merge_and_write(rb_state *S, const char *out_path, const char *group, FILE *log) {
@@ -210,6 +260,7 @@ int rb_merge_and_write(rb_state *S, const char *out_path, const char *group, FIL
     /* align every model to the first one's items by (subset, id) */
     rc = index_items(S);
     for (int m = 1; m < S->n_models && rc == RD_OK; m++) rc = check_aligned(S, &S->models[0], &S->models[m]);
+    if (rc == RD_OK) rc = common_items(S, &L.kept, &L.I);
     if (rc == RD_OK) rc = layout_items(S, &L);
   } else {
     rc = layout_accuracies(S, &L);

@@ -52,6 +52,8 @@ typedef struct bench_opts {
   int compare_sections;  /* compare every section of each pair as well as the score */
   const char *adjust;    /* "none" or "holm": p-values adjusted across the family of comparisons */
   int holm;              /* adjust is "holm" */
+  int scheme_given;      /* the job names its scheme (else the input's source attribute chooses it) */
+  int source;            /* the RewardBench version the input's source attribute names: 1, 2, or 0 (rank 0) */
 } bench_opts;
 
 extern const rd_option bench_options[];
@@ -61,6 +63,11 @@ void bench_free_opts(void *opts);
 extern const bench_section bench_prior_sets;
 /* Whether an official scheme knows a subset (scored, or carried by its result files unscored). */
 int bench_known_subset(const bench_opts *o, const char *name);
+/* A job without "scheme": the official scheme of the RewardBench version the input's source attribute
+ * names (2: rewardbench-v2, else rewardbench-v1), set in the options and in the effective options. */
+int bench_scheme_from_source(bench_opts *o, cJSON *effective, int source, const rd_job *job, rd_status *st);
+/* The version the group's source attribute names: 2 for "rewardbench2", 1 for "rewardbench", else 0. */
+int bench_read_source(hid_t f, const char *group);
 
 /* ---- input layout (bench_layout.c) ---- */
 

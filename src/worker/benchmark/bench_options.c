@@ -80,12 +80,23 @@ void bench_free_opts(void *ptr) {
 
 /* ---- "scheme" -------------------------------------------------------------------------------- */
 
-/* One section of a custom scheme, {SUBSET: WEIGHT, ...}, appended to the effective sections. */
-static int parse_custom_section(const cJSON *secs, const cJSON *s, bench_section *b, cJSON *esecs, const rd_where *w,
+/* The position of the first key of `obj` (in order) that repeats an earlier one, or -1; sorting keeps
+ * a long list quick. -2 when out of memory. */
+static int64_t repeated_key(const cJSON *obj) {
+  int64_t n = cJSON_GetArraySize(obj), first = 0, i = 0;
+  const char **keys = malloc(sizeof(char *) * (size_t)(n ? n : 1));
+  if (!keys) return -2;
+  for (const cJSON *c = obj->child; c; c = c->next) keys[i++] = c->string;
+  int64_t at = rd_first_duplicate(keys, n, &first);
+  free(keys);
+  return at;
+}
+
+/* One section of a custom scheme, {SUBSET: WEIGHT, ...}, appended to the effective sections;
+ * `repeated`: the section's name repeats an earlier one. */
+static int parse_custom_section(const cJSON *s, int repeated, bench_section *b, cJSON *esecs, const rd_where *w,
                                 rd_status *st) {
-  for (const cJSON *t = secs->child; t != s; t = t->next)
-    if (strcmp(t->string, s->string) == 0)
-      return rd_fail(st, RD_EINPUT, "%s: section \"%s\" appears twice", w->path, s->string);
+  if (repeated) return rd_fail(st, RD_EINPUT, "%s: section \"%s\" appears twice", w->path, s->string);
   if (!s->string[0] || !cJSON_IsObject(s) || !s->child)
     return rd_fail(st, RD_EINPUT, "%s: section \"%s\" must be a non-empty object {SUBSET: WEIGHT, ...}", w->path,
                    s->string);
@@ -95,11 +106,12 @@ static int parse_custom_section(const cJSON *secs, const cJSON *s, bench_section
   b->weights = calloc((size_t)b->n, sizeof *b->weights);
   if (!b->subsets || !b->weights) return rd_fail(st, RD_EFAIL, "out of memory");
   cJSON *es = cJSON_AddObjectToObject(esecs, s->string);
+  int64_t repeated_subset = repeated_key(s);
+  if (repeated_subset == -2) return rd_fail(st, RD_EFAIL, "out of memory");
   int k = 0;
   for (const cJSON *e = s->child; e; e = e->next, k++) {
-    for (const cJSON *f = s->child; f != e; f = f->next)
-      if (strcmp(f->string, e->string) == 0)
-        return rd_fail(st, RD_EINPUT, "%s: section \"%s\" names subset \"%s\" twice", w->path, s->string, e->string);
+    if (k == repeated_subset)
+      return rd_fail(st, RD_EINPUT, "%s: section \"%s\" names subset \"%s\" twice", w->path, s->string, e->string);
     if (!e->string[0] || !cJSON_IsNumber(e) || !isfinite(e->valuedouble) || e->valuedouble <= 0)
       return rd_fail(st, RD_EINPUT, "%s: section \"%s\", subset \"%s\": the weight must be a positive number",
                      w->path, s->string, e->string);
@@ -134,9 +146,14 @@ static int parse_custom(bench_opts *o, const cJSON *sch, const rd_where *jw, cJS
   if (!o->sections) return rd_fail(st, RD_EFAIL, "out of memory");
   o->n_sections = n;
   cJSON *esecs = cJSON_CreateObject();
+  int64_t repeated = repeated_key(secs);
+  if (repeated == -2) {
+    cJSON_Delete(esecs);
+    return rd_fail(st, RD_EFAIL, "out of memory");
+  }
   int i = 0;
   for (const cJSON *s = secs->child; s; s = s->next, i++)
-    if (parse_custom_section(secs, s, &o->sections[i], esecs, &w, st) != RD_OK) {
+    if (parse_custom_section(s, i == repeated, &o->sections[i], esecs, &w, st) != RD_OK) {
       cJSON_Delete(esecs);
       return st->code;
     }
@@ -148,21 +165,25 @@ static int parse_custom(bench_opts *o, const cJSON *sch, const rd_where *jw, cJS
   return RD_OK;
 }
 
+static void set_official(bench_opts *o, int v2) {
+  o->scheme = v2 ? BENCH_V2 : BENCH_V1;
+  o->rule = v2 ? RD_BENCH_TIE_CREDIT : RD_BENCH_STRICT;
+  o->sections = v2 ? v2_sections : v1_sections;
+  o->n_sections = v2 ? 6 : 4;
+  o->ties_subset = v2 ? "Ties" : NULL;
+}
+
+/* Without "scheme" the effective options hold rewardbench-v1 until the input is validated, when the
+ * input's source attribute may change it (bench_scheme_from_source); the spec hash is taken after. */
 static int parse_scheme(const cJSON *sch, void *field, void *opts, cJSON *eff, const rd_where *w, rd_status *st) {
   (void)field;
   bench_opts *o = opts;
+  o->scheme_given = sch != NULL;
   if (!sch || (cJSON_IsString(sch) && strcmp(sch->valuestring, "rewardbench-v1") == 0)) {
-    o->scheme = BENCH_V1;
-    o->rule = RD_BENCH_STRICT;
-    o->sections = v1_sections;
-    o->n_sections = 4;
+    set_official(o, 0);
     cJSON_AddStringToObject(eff, "scheme", "rewardbench-v1");
   } else if (cJSON_IsString(sch) && strcmp(sch->valuestring, "rewardbench-v2") == 0) {
-    o->scheme = BENCH_V2;
-    o->rule = RD_BENCH_TIE_CREDIT;
-    o->sections = v2_sections;
-    o->n_sections = 6;
-    o->ties_subset = "Ties";
+    set_official(o, 1);
     cJSON_AddStringToObject(eff, "scheme", "rewardbench-v2");
   } else if (cJSON_IsObject(sch)) {
     o->scheme = BENCH_CUSTOM;
@@ -227,7 +248,8 @@ const rd_option bench_options[] = {
     RD_OPTION_CUSTOM("scheme", bench_opts, scheme, parse_scheme,
                      "\"rewardbench-v1\", \"rewardbench-v2\" or {\"sections\": {SECTION: {SUBSET: WEIGHT}}, "
                      "\"item_rule\", \"ties_subset\"}",
-                     "\"rewardbench-v1\"", "how item credits, subsets and sections make the score"),
+                     "\"rewardbench-v1\" (\"rewardbench-v2\" when the input's source attribute is rewardbench2)",
+                     "how item credits, subsets and sections make the score"),
     RD_OPTION_BOOL("prior_sets", bench_opts, prior_sets, 0,
                    "add the old leaderboard's Prior Sets section (rewardbench-v1 only)"),
     RD_OPTION_BOOL("allow_missing", bench_opts, allow_missing, 0,
@@ -244,6 +266,24 @@ const rd_option bench_options[] = {
      .help = "\"holm\": Holm-adjusted p-values (p_holm) across every comparison p-value of the report"},
     RD_OPTION_END,
 };
+
+int bench_read_source(hid_t f, const char *group) {
+  char src[64];
+  if (!rd_h5_exists(f, group) || !rd_h5_read_attr_string(f, group, "source", src, sizeof src)) return 0;
+  return strcmp(src, "rewardbench2") == 0 ? 2 : strcmp(src, "rewardbench") == 0 ? 1 : 0;
+}
+
+int bench_scheme_from_source(bench_opts *o, cJSON *effective, int source, const rd_job *job, rd_status *st) {
+  o->source = source;
+  if (o->scheme_given || source != 2) return RD_OK;
+  set_official(o, 1);
+  cJSON_ReplaceItemInObjectCaseSensitive(effective, "scheme", cJSON_CreateString("rewardbench-v2"));
+  if (o->prior_sets)
+    return rd_fail(st, RD_EINPUT, "%s: \"prior_sets\" applies to the rewardbench-v1 scheme only, and the scheme is "
+                   "rewardbench-v2: the job names no \"scheme\" and the input's source attribute says rewardbench2 "
+                   "(see docs/reference.md, 'benchmark options')", job->where.path);
+  return RD_OK;
+}
 
 int bench_parse(rd_job *job, const rd_jobfile *jf, rd_status *st) {
   (void)jf;

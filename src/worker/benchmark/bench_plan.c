@@ -63,14 +63,19 @@ static int check_known_subsets(const rd_job *job, const bench_layout *L, const b
   for (int64_t s = 0; s < d->S; s++) {
     if (p->subset_n[s] == 0 || bench_known_subset(o, bench_subset_name(p, s))) continue;
     const char *sch = o->scheme == BENCH_V1 ? "rewardbench-v1" : "rewardbench-v2";
+    /* the input says which version it is: name the scheme that fits it */
+    char why[300] = "a misspelt name, or files of another RewardBench version?";
+    int other = o->scheme == BENCH_V1 ? 2 : 1;
+    if (o->source == other)
+      snprintf(why, sizeof why, "the input's source attribute says %s: use \"scheme\": \"%s\", or leave \"scheme\" "
+               "out to take it from the input", other == 2 ? "rewardbench2" : "rewardbench",
+               other == 2 ? "rewardbench-v2" : "rewardbench-v1");
     if (d->accuracy_mode)
-      return rd_fail(st, RD_EINPUT, "%s: %s[%lld] = \"%s\" is not a subset of scheme %s (a misspelt name, or files "
-                     "of another RewardBench version?)", job->input, L->subset_names.path, (long long)s,
-                     bench_subset_name(p, s), sch);
+      return rd_fail(st, RD_EINPUT, "%s: %s[%lld] = \"%s\" is not a subset of scheme %s (%s)", job->input,
+                     L->subset_names.path, (long long)s, bench_subset_name(p, s), sch, why);
     int64_t first = p->subset_items[p->subset_first[s]];
-    return rd_fail(st, RD_EINPUT, "%s: %s[%lld] = %lld names subset \"%s\", which is not a subset of scheme %s (a "
-                   "misspelt name, or files of another RewardBench version?)", job->input, L->item_subset.path,
-                   (long long)first, (long long)s, bench_subset_name(p, s), sch);
+    return rd_fail(st, RD_EINPUT, "%s: %s[%lld] = %lld names subset \"%s\", which is not a subset of scheme %s (%s)",
+                   job->input, L->item_subset.path, (long long)first, (long long)s, bench_subset_name(p, s), sch, why);
   }
   return RD_OK;
 }
@@ -241,8 +246,11 @@ int bench_prepare(hid_t f, const rd_job *job, bench_plan *p, bench_root *r, rd_s
   return resolve_comparisons(job, &L, p, r, st);
 }
 
+/* Rank 0 reads the input's source attribute (a job without "scheme" takes the scheme it names: the
+ * options change on every rank before the spec is hashed) and checks the layout and tables. */
 int bench_validate(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd_status *st) {
   (void)jf;
+  int source = 0;
   if (ctx->rank == 0) {
     hid_t f;
     if (rd_h5_open(job->input, MPI_COMM_NULL, &f, st) == RD_OK) {
@@ -250,11 +258,19 @@ int bench_validate(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, r
       bench_root r;
       memset(&p, 0, sizeof p);
       memset(&r, 0, sizeof r);
-      bench_prepare(f, job, &p, &r, st);
+      source = bench_read_source(f, job->group);
+      if (bench_scheme_from_source(job->opts, job->effective, source, job, st) == RD_OK)
+        bench_prepare(f, job, &p, &r, st);
       bench_plan_free(&p);
       bench_root_free(&r);
       rd_h5_close(f);
     }
+  }
+  RD_MPI_CHECK(ctx, MPI_Bcast(&source, 1, MPI_INT, 0, ctx->comm));
+  if (ctx->rank != 0) {
+    rd_status ignored;  /* rank 0 made the same check */
+    rd_status_init(&ignored);
+    bench_scheme_from_source(job->opts, job->effective, source, job, &ignored);
   }
   return rd_share_status(ctx, st, 0);
 }

@@ -14,11 +14,10 @@ static int cm_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd
   cm_task_results t;
   memset(&v, 0, sizeof v);
   memset(&t, 0, sizeof t);
-  if (cm_load(ctx, job, &in, st) == RD_OK && cm_pair_values(ctx, job, &in, &v, st) == RD_OK &&
-      cm_run_tasks(ctx, job, jf, &in, &v, &t, st) == RD_OK && ctx->rank == 0) {
-    /* rank 0 assembles the report and writes the outputs */
-    if (cm_report(job, &in.L, &in.u, v.cm, v.F, t.boot, o->bootstrap, t.res, &out->result, st) == RD_OK &&
-        cm_write_h5(out->h5, v.P, in.L.R, v.tm, v.tg, v.cm, v.n_train, st) == RD_OK)
+  if (cm_load(ctx, job, &in, &v, st) == RD_OK && cm_pair_values(ctx, job, &in, &v, st) == RD_OK &&
+      cm_run_tasks(ctx, job, jf, &in, &v, out->h5, &t, st) == RD_OK && ctx->rank == 0) {
+    /* rank 0 assembles the report (the per-pair datasets were written by one of its tasks) */
+    if (cm_report(job, &in.L, &in.u, v.cm, v.F, t.boot, o->bootstrap, t.res, &out->result, st) == RD_OK)
       cm_extras(ctx, job, jf, &in, &v, out, st);  /* summary on stdout: --quiet silences stderr only */
     rd_timing_mark(ctx->rank, job->name, "report+h5");
   }
@@ -45,6 +44,7 @@ const rd_kind rd_kind_cm = {
     .free_opts = cm_free_opts,
     .validate = cm_validate,
     .check = cm_check,
+    .estimate = cm_estimate,
     .run = cm_run,
     .headlines = cm_headlines,
     .view = cm_view,

@@ -121,7 +121,10 @@ static int strata_intervals(cJSON **entry, int64_t K, int categorical, const dou
   int32_t *bin = malloc(sizeof(int32_t) * (size_t)(v->P ? v->P : 1));
   int64_t *order = malloc(sizeof(int64_t) * (size_t)(v->P ? v->P : 1));
   int rc = lo && start && at && bin && order ? RD_OK : rd_fail(st, RD_EFAIL, "out of memory");
-  for (int64_t b = 0; rc == RD_OK && b < K; b++) lo[b] = rd_jnum(cJSON_GetObjectItem(entry[b], "lo"));
+  /* a category's value is its "bin" (a number's value, or a string covariate's index in name order,
+   * whose "lo" is null); a quantile bin starts at "lo" */
+  for (int64_t b = 0; rc == RD_OK && b < K; b++)
+    lo[b] = rd_jnum(cJSON_GetObjectItem(entry[b], categorical ? "bin" : "lo"));
   for (int64_t p = 0; rc == RD_OK && p < v->P; p++) {
     int64_t b = isfinite(cov[p]) ? bin_of(lo, K, cov[p]) : -1;
     if (b >= 0 && categorical && lo[b] != cov[p]) b = -1;

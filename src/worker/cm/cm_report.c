@@ -70,8 +70,15 @@ int cm_report(const rd_job *job, const cm_layout *L, const cm_users *u, const do
       cJSON *x = cJSON_CreateObject();
       cJSON_AddStringToObject(x, "covariate", sp->covariate);
       rd_json_add(x, "bin", rd_json_num(e[0]));
-      rd_json_add(x, "lo", rd_json_num(e[1]));
-      rd_json_add(x, "hi", rd_json_num(e[2]));
+      if (L->cats && L->cats[i].n > 0) {
+        /* a string covariate: the category is named; its code (the bin) has no edges */
+        cJSON_AddStringToObject(x, "category", L->cats[i].buf + L->cats[i].off[(int64_t)e[0]]);
+        cJSON_AddNullToObject(x, "lo");
+        cJSON_AddNullToObject(x, "hi");
+      } else {
+        rd_json_add(x, "lo", rd_json_num(e[1]));
+        rd_json_add(x, "hi", rd_json_num(e[2]));
+      }
       cJSON_AddNumberToObject(x, "n", e[3]);
       rd_json_add(x, "tm", rd_json_num(e[4]));
       rd_json_add(x, "tg", rd_json_num(e[5]));

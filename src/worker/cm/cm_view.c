@@ -53,11 +53,19 @@ static void summary_table(rd_view *v, const cJSON *r) {
   if (isfinite(neg)) rd_table_note(t, "pairs with CM < 0: %.1f %%", 100.0 * neg);
 }
 
+/* Whether the strata of covariate `name` are a string covariate's categories (named). */
+static int names_categories(const cJSON *strata, const char *name) {
+  for (const cJSON *e = strata->child; e; e = e->next)
+    if (strcmp(rd_jstr(cJSON_GetObjectItem(e, "covariate")), name) == 0) return cJSON_GetObjectItem(e, "category") != NULL;
+  return 0;
+}
+
 static void strata_table(rd_view *v, const cJSON *r) {
   const cJSON *strata = cJSON_GetObjectItem(r, "strata");
   if (!cJSON_GetArraySize(strata)) return;
   rd_table *t = rd_view_table(v, "strata", "Strata",
-                              "quantile bins (lo..hi) or categories (the value) of each covariate; n: pairs, users: "
+                              "quantile bins (lo..hi) or categories (the value, or a string covariate's name) of each "
+                              "covariate; n: pairs, users: "
                               "users with a pair in it; means over its pairs where defined, 95% CI from user-cluster-"
                               "robust standard errors");
   t->in_summary = 1;
@@ -74,7 +82,8 @@ static void strata_table(rd_view *v, const cJSON *r) {
   int no_ci = 0;
   for (const cJSON *e = strata->child; e; e = e->next) {
     rd_table_jtext(t, cJSON_GetObjectItem(e, "covariate"));
-    rd_table_jtext(t, cJSON_GetObjectItem(e, "bin"));
+    const cJSON *cat = cJSON_GetObjectItem(e, "category");  /* a string covariate's category: its name */
+    rd_table_jtext(t, cat ? cat : cJSON_GetObjectItem(e, "bin"));
     rd_table_jnum(t, cJSON_GetObjectItem(e, "lo"));
     rd_table_jnum(t, cJSON_GetObjectItem(e, "hi"));
     rd_table_jnum(t, cJSON_GetObjectItem(e, "n"));
@@ -87,7 +96,9 @@ static void strata_table(rd_view *v, const cJSON *r) {
   if (no_ci) rd_table_note(t, "a mean without an interval: fewer than 2 users have the value in that bin");
   const cJSON *ex = cJSON_GetObjectItem(r, "strata_excluded");
   for (const cJSON *e = ex ? ex->child : NULL; e; e = e->next)
-    if (rd_jnum(e) > 0) rd_table_note(t, "%s: %.0f pairs left out (covariate not finite)", e->string, rd_jnum(e));
+    if (rd_jnum(e) > 0)
+      rd_table_note(t, "%s: %.0f pairs left out (%s)", e->string, rd_jnum(e),
+                    names_categories(strata, e->string) ? "an empty category name" : "covariate not finite");
 }
 
 static void top_table(rd_view *v, const cJSON *r) {
@@ -196,7 +207,10 @@ static void figure_strata(rd_view *v, const cJSON *r) {
     char label[300], num[40];
     const cJSON *bin = cJSON_GetObjectItem(e, "bin"), *ci = cJSON_GetObjectItem(e, "cm_ci95");
     rd_format_exact(rd_jnum(bin), num, sizeof num);
-    if (rd_jnum(cJSON_GetObjectItem(e, "lo")) == rd_jnum(cJSON_GetObjectItem(e, "hi")) &&
+    const cJSON *cat = cJSON_GetObjectItem(e, "category");
+    if (cJSON_IsString(cat))
+      snprintf(label, sizeof label, "%s = %s", rd_jstr(cJSON_GetObjectItem(e, "covariate")), cat->valuestring);
+    else if (rd_jnum(cJSON_GetObjectItem(e, "lo")) == rd_jnum(cJSON_GetObjectItem(e, "hi")) &&
         rd_jnum(bin) == rd_jnum(cJSON_GetObjectItem(e, "lo")))
       snprintf(label, sizeof label, "%s = %s", rd_jstr(cJSON_GetObjectItem(e, "covariate")), num);
     else
