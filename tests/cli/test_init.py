@@ -73,6 +73,24 @@ if job:
         check(sorted({s["covariate"] for s in r["strata"]}) == ["length_diff", "source"]
               and sum(s["covariate"] == "source" for s in r["strata"]) == 4, "the report has the 4 + 4 strata")
 
+# a string covariate (category names) becomes a categorical stratum; one with only empty names none
+import shutil
+named = os.path.join(d, "named_pairs.h5")
+shutil.copy(pairs, named)
+with h5py.File(named, "a") as f:
+    P = f["cm/reward_chosen"].shape[0]
+    f["cm/covariates"].create_dataset("origin", data=[["web", "book", ""][i % 3] for i in range(P)],
+                                      dtype=h5py.string_dtype("utf-8"))
+    f["cm/covariates"].create_dataset("blank", data=[""] * P, dtype=h5py.string_dtype("utf-8"))
+code, _, err = init(["cm", named, "-o", os.path.join(jobs, "named-cm.json")])
+check(code == 0 and 'strata: "origin" categorical (2 distinct names)' in err and
+      'covariate "blank" has no non-empty name; no stratum suggested' in err, f"init on string covariates: {code} {err}")
+if code == 0:
+    with open(os.path.join(jobs, "named-cm.json")) as f:
+        strata = json.load(f)["jobs"][0]["strata"]
+    check({"covariate": "origin", "categorical": True} in strata and all(e["covariate"] != "blank" for e in strata),
+          f"string covariate strata: {strata}")
+
 # benchmark: the scheme from the importer's source attribute
 for fname, scheme in (("demo_rb1.h5", "rewardbench-v1"), ("demo_rb2.h5", "rewardbench-v2")):
     inp = os.path.join(demo, "bench", fname)

@@ -1,5 +1,5 @@
 /* cm: what `rmdiag init cm INPUT.h5` writes into a job (docs/reference.md, 'Commands', init): the bootstrap and
- * one strata entry per numeric covariate of the input, each an entry the user may keep or delete. */
+ * one strata entry per numeric or string covariate of the input, each an entry the user may keep or delete. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +42,26 @@ static int covariate_values(hid_t f, const char *file, const rd_dsinfo *info, in
   return RD_OK;
 }
 
+static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/* The number of distinct non-empty names of a 1-D string covariate (category names). */
+static int covariate_names(hid_t f, const char *file, const rd_dsinfo *info, int64_t *distinct, rd_status *st) {
+  char *buf = NULL;
+  size_t len = 0;
+  int64_t *off = NULL, n = info->dims[0], k = 0;
+  if (rd_h5_read_strings(f, file, info, &buf, &len, &off, st) != RD_OK) return st->code;
+  const char **v = rd_malloc(sizeof(char *) * (size_t)(n > 0 ? n : 1), st, "a covariate");
+  for (int64_t i = 0; v && i < n; i++)
+    if (buf[off[i]]) v[k++] = buf + off[i];
+  if (v) qsort(v, (size_t)k, sizeof *v, cmp_str);
+  *distinct = 0;
+  for (int64_t i = 0; v && i < k; i++) *distinct += i == 0 || strcmp(v[i], v[i - 1]) != 0;
+  free(v);
+  free(buf);
+  free(off);
+  return st->code;
+}
+
 /* One strata entry for covariate `name`, or NULL (with a note) when it cannot be one. */
 static cJSON *covariate_entry(hid_t f, const char *file, const char *dir, const char *name, FILE *note,
                               rd_status *st) {
@@ -52,20 +72,32 @@ static cJSON *covariate_entry(hid_t f, const char *file, const char *dir, const 
     return NULL;
   }
   if (rd_h5_info(f, file, path, &info, st) != RD_OK) return NULL;
-  if (info.ndims != 1 || (info.tclass != RD_TC_INT && info.tclass != RD_TC_FLOAT)) {
-    if (note) fprintf(note, "rmdiag init: covariate \"%s\" is not a 1-D numeric dataset; no stratum suggested\n", name);
+  int names = info.tclass == RD_TC_STRING;
+  if (info.ndims != 1 || (info.tclass != RD_TC_INT && info.tclass != RD_TC_FLOAT && !names)) {
+    if (note)
+      fprintf(note, "rmdiag init: covariate \"%s\" is not a 1-D numeric or string dataset; no stratum suggested\n",
+              name);
     return NULL;
   }
   int64_t distinct = 0;
   int integral = 0;
-  if (covariate_values(f, file, &info, &distinct, &integral, st) != RD_OK) return NULL;
+  if (names ? covariate_names(f, file, &info, &distinct, st) != RD_OK
+            : covariate_values(f, file, &info, &distinct, &integral, st) != RD_OK)
+    return NULL;
+  if (names && distinct == 0) {
+    if (note) fprintf(note, "rmdiag init: covariate \"%s\" has no non-empty name; no stratum suggested\n", name);
+    return NULL;
+  }
   if (distinct == 0) {
     if (note) fprintf(note, "rmdiag init: covariate \"%s\" has no finite value; no stratum suggested\n", name);
     return NULL;
   }
   cJSON *e = cJSON_CreateObject();
   cJSON_AddStringToObject(e, "covariate", name);
-  if (integral && distinct <= CM_INIT_MAX_CATEGORIES) {
+  if (names) {  /* category names: a stratum per name, however many */
+    cJSON_AddTrueToObject(e, "categorical");
+    if (note) fprintf(note, "rmdiag init: strata: \"%s\" categorical (%lld distinct names)\n", name, (long long)distinct);
+  } else if (integral && distinct <= CM_INIT_MAX_CATEGORIES) {
     cJSON_AddTrueToObject(e, "categorical");
     if (note) fprintf(note, "rmdiag init: strata: \"%s\" categorical (%lld distinct values)\n", name,
                       (long long)distinct);
