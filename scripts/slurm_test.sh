@@ -318,7 +318,7 @@ fi
 [ "$(rc_of nojob)" = 2 ] && log_has nojob "job file $W/no-such-job.json not found" && ! launched "$(id_of nojob)" &&
   ok "a missing job file: exit 2 before srun" || { fail "missing job file"; cat "$W/nojob.out"; }
 
-if ! log_has gpu "rmdiag run $W/gpu-cm.json --resume --backend cuda" || ! launched "$(id_of gpu)"; then
+if ! log_has gpu "rmdiag run $W/gpu-cm.json --resume --wait --backend cuda" || ! launched "$(id_of gpu)"; then
   fail "GPUs requested: the launch does not ask for --backend cuda"; cat "$W/gpu.out"
 elif [ "$(rc_of gpu)" != 0 ]; then
   log_has gpu "rmdiag: error: --backend cuda" && [ ! -f "$W/out-gpu/gpu-cm.json" ] &&
@@ -334,7 +334,7 @@ fi
 
 [ "$(rc_of arr)" = 0 ] && [ -f "$W/sweep/out/a1.json" ] && [ -f "$W/sweep/out/a2.json" ] &&
   [ -f "$W/sweep/out/a3.json" ] &&
-  grep -q "array task 2: sweep/a2.json" "$W"/arr-*_2.out && ok "--array=1-3 over @sweep.list ran the three job files" ||
+  grep -q "array task 2: sweep/a2.json" "$W"/arr-*_2.out && ok "--array=1-3 over @sweep.list ran the three job files (one output folder: they took turns, --wait)" ||
   { fail "the job array (exit $(rc_of arr))"; cat "$W"/arr-*.out; }
 [ "$(rc_of noarray)" = 2 ] && log_has noarray "submit it as an array, e.g. sbatch --array=1-3" &&
   ok "@LIST without --array: exit 2" || { fail "@LIST without --array"; cat "$W/noarray.out"; }
