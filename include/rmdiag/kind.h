@@ -5,6 +5,7 @@
 
 #include <cjson/cJSON.h>
 #include <hdf5.h>
+#include <stdio.h>
 
 #include "rmdiag/common/comm.h"
 #include "rmdiag/common/options.h"
@@ -56,6 +57,11 @@ typedef struct rd_kind {
   /* Optional: warnings that compare reports of this kind, given all of them (`rmdiag report` with several
    * reports; probe: the two training modes on the same features). */
   void (*compare)(const cJSON *const *reports, int n, rd_view *v);
+  /* Optional, rank 0, for `rmdiag init KIND INPUT.h5`: adds to `job` (which holds name, kind, input
+   * and group) the options the input's layout suggests, read from the file `f` open serially
+   * (`file` names it in messages), and writes one line per choice on `note` ("rmdiag init: ...").
+   * The job must validate as written; init then checks that it does. */
+  int (*init)(hid_t f, const char *file, const char *group, cJSON *job, FILE *note, rd_status *st);
 } rd_kind;
 
 /* Rank 0 of a kind's run, once the result is complete: adds `warnings` (a list of strings, possibly empty)

@@ -7,6 +7,7 @@
 
 #include "rmdiag/common/comm.h"
 #include "rmdiag/import/formats.h"
+#include "rmdiag/init.h"
 #include "rmdiag/kind.h"
 #include "rmdiag/common/signals.h"
 #include "rmdiag/rmdiag.h"
@@ -52,6 +53,10 @@ static void print_job_keys(FILE *fp, const rd_kind *k) {
   fprintf(fp, "  input\n      string; required\n      the input HDF5 file, relative to the job file's folder\n");
   fprintf(fp, "  group\n      string; default \"%s\"\n      the HDF5 group that holds the %s input layout\n",
           k->default_group, k->name);
+  fprintf(fp, "  seed\n      integer; default the file's \"seed\"; -(2^53-1)..2^53-1\n"
+              "      this job's seed (its random streams are keyed by the seed, the job's name and the purpose)\n");
+  fprintf(fp, "  sweep\n      object {KEY: [VALUE, ...], ...}; default none\n      one job per combination of the "
+              "values (named NAME.KEY-I...), summarized across seeds in NAME.summary.json\n");
 }
 
 /* `rmdiag help KIND`: every option of a kind, from its option table. */
@@ -73,6 +78,7 @@ static void print_help(FILE *fp) {
           "  rmdiag import FORMAT [options] -o OUT.h5\n"
           "  rmdiag table REPORT.json [--format md|csv|tsv|latex|text] [--table NAME] [--digits N]\n"
           "  rmdiag report PATH... -o FILE.html   one self-contained page: tables, figures, warnings\n"
+          "  rmdiag init KIND INPUT.h5 [-o JOB.json]   a job file filled from the input's layout (it validates)\n"
           "  rmdiag help [KIND | FORMAT]   every option of a report kind or an import format\n"
           "  rmdiag --version | --help     (COMMAND --help shows a command's usage)\n\n"
           "run options:\n",
@@ -92,6 +98,13 @@ static void print_help(FILE *fp) {
 
 /* `rmdiag help [TOPIC]`. */
 static int cmd_help(rd_ctx *ctx, int argc, char **argv, rd_status *st) {
+  if (argc == 3 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0)) {
+    if (ctx->out)
+      fprintf(ctx->out, "usage: rmdiag help [KIND | FORMAT]\nWithout a topic: the commands, kinds and import formats. "
+              "With a report kind: every key a job of\nthe kind may carry (type, default, range, help). With an "
+              "import format: its usage and options.\n");
+    return RD_OK;
+  }
   if (argc > 3) return rd_fail(st, RD_EINPUT, "rmdiag help takes at most one topic (a kind or an import format)");
   if (argc < 3) {
     if (ctx->out) print_help(ctx->out);
@@ -302,13 +315,15 @@ int rmdiag_main(int argc, char **argv, MPI_Comm comm, FILE *out, FILE *err) {
     cmd_run(&ctx, argc, argv, 1, &st);
   } else if (strcmp(cmd, "import") == 0) {
     cmd_import(&ctx, argc, argv, &st);
+  } else if (strcmp(cmd, "init") == 0) {
+    rd_cmd_init(&ctx, argc, argv, &st);
   } else if (strcmp(cmd, "table") == 0) {
     rd_cmd_table(&ctx, argc, argv, &st);
   } else if (strcmp(cmd, "report") == 0) {
     rd_cmd_report(&ctx, argc, argv, &st);
   } else {
-    rd_fail(&st, RD_EINPUT, "unknown command \"%s\" (expected run, validate, import, table, report, help, --version or "
-            "--help)", cmd);
+    rd_fail(&st, RD_EINPUT, "unknown command \"%s\" (expected run, validate, import, init, table, report, help, "
+            "--version or --help)", cmd);
   }
   if (st.code != RD_OK && ctx.err) fprintf(ctx.err, "rmdiag: error: %s\n", st.msg);
   if (ctx.out) fflush(ctx.out);

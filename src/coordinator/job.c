@@ -84,8 +84,17 @@ static int parse_job(rd_jobfile *jf, int i, int file_index, int sweep, const cJS
   const cJSON *kind = cJSON_GetObjectItemCaseSensitive(obj, "kind");
   char kinds[256];
   if (!kind) return rd_fail(st, RD_EINPUT, "%s: missing required key \"kind\"", job->where.path);
-  if (!cJSON_IsString(kind) || !(job->kind = rd_kind_find(kind->valuestring)))
+  if (!cJSON_IsString(kind) || !(job->kind = rd_kind_find(kind->valuestring))) {
+    const char *names[16];
+    int n = 0;
+    for (const rd_kind *const *k = rd_kinds(); *k && n < 15; k++) names[n++] = (*k)->name;
+    names[n] = NULL;
+    const char *near = cJSON_IsString(kind) ? rd_options_suggest(NULL, names, kind->valuestring) : NULL;
+    if (near)
+      return rd_fail(st, RD_EINPUT, "%s: \"kind\" = \"%s\" is not a report kind; did you mean \"%s\"? (kinds: %s)",
+                     job->where.path, kind->valuestring, near, kind_list(kinds, sizeof kinds));
     return rd_fail(st, RD_EINPUT, "%s: \"kind\" must be one of %s", job->where.path, kind_list(kinds, sizeof kinds));
+  }
 
   const char *allowed[64];
   int na = 0;

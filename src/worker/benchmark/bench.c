@@ -80,6 +80,8 @@ static const char *const bench_headlines[] = {
     "models[model].score", "comparisons[a,b].diff", NULL,
 };
 
+int bench_init(hid_t f, const char *file, const char *group, cJSON *job, FILE *note, rd_status *st);  /* bench_init.c */
+
 const rd_kind rd_kind_benchmark = {
     .name = "benchmark",
     .default_group = "/bench",
@@ -92,4 +94,5 @@ const rd_kind rd_kind_benchmark = {
     .run = bench_run,
     .headlines = bench_headlines,
     .view = bench_view,
+    .init = bench_init,
 };

@@ -2,7 +2,8 @@
  * Rank r computes replicates rd_split_range(B, size, r) (every model's sections and score, Q = M × K
  * values each); an all-to-all exchange then gives each rank every replicate of its share of the
  * quantities, rd_split_range(Q, size, r), whose percentile intervals it computes. With comparisons,
- * every rank receives all models' score replicates and computes its share of the pairs. Rank 0
+ * every rank receives all models' score replicates (and section replicates with "compare_sections")
+ * and computes its share of the compared (pair, quantity) units. Rank 0
  * gathers the intervals ci [Q × 3: lo, hi, dropped] and comparisons cmp [n_cmp × 4: lo, hi, p, used].
  * Each value is computed whole by one rank from the same replicates, whatever the rank count. */
 #include <stdio.h>
@@ -99,29 +100,33 @@ static double *boot_columns(const rd_ctx *ctx, const boot_share *s, const double
   return cols;
 }
 
-/* Every model's score replicates [M × B], on every rank: each rank sends the score columns it owns. */
-static double *boot_scores(const rd_ctx *ctx, const boot_share *s, const double *cols) {
-  int64_t B = s->B, K = s->K;
-  double *scores = malloc(sizeof(double) * (size_t)(s->M * B));
+/* Whether quantity q (model q / K, section q % K, the score at K - 1) is compared. */
+static int compared(const boot_share *s, int per_pair, int64_t q) { return per_pair > 1 || q % s->K == s->K - 1; }
+
+/* The replicates of every compared quantity, on every rank: [M × B] scores, or [M × K × B] sections
+ * and scores with per_pair = K; each rank sends the compared columns it owns. */
+static double *boot_compared(const rd_ctx *ctx, const boot_share *s, int per_pair, const double *cols) {
+  int64_t B = s->B;
+  double *all = malloc(sizeof(double) * (size_t)(s->M * per_pair * B));
   double *mine = malloc(sizeof(double) * (size_t)(s->nq * B + 1));
   int *rc = malloc(sizeof(int) * (size_t)ctx->size), *rdp = malloc(sizeof(int) * (size_t)ctx->size);
-  if (!scores || !mine || !rc || !rdp) rd_abort(ctx, __FILE__, __LINE__, "out of memory for the comparisons");
+  if (!all || !mine || !rc || !rdp) rd_abort(ctx, __FILE__, __LINE__, "out of memory for the comparisons");
   int64_t n_mine = 0;
   for (int64_t q = s->q0; q < s->q1; q++)
-    if (q % K == K - 1) memcpy(mine + (n_mine++) * B, cols + (q - s->q0) * B, sizeof(double) * (size_t)B);
+    if (compared(s, per_pair, q)) memcpy(mine + (n_mine++) * B, cols + (q - s->q0) * B, sizeof(double) * (size_t)B);
   for (int r = 0, pos = 0; r < ctx->size; r++) {
     int64_t sq0, sq1, cnt = 0;
     rd_split_range(s->Q, ctx->size, r, &sq0, &sq1);
-    for (int64_t q = sq0; q < sq1; q++) cnt += q % K == K - 1;
+    for (int64_t q = sq0; q < sq1; q++) cnt += compared(s, per_pair, q);
     rc[r] = (int)(cnt * B);
     rdp[r] = pos;
     pos += rc[r];
   }
-  RD_MPI_CHECK(ctx, MPI_Allgatherv(mine, (int)(n_mine * B), MPI_DOUBLE, scores, rc, rdp, MPI_DOUBLE, ctx->comm));
+  RD_MPI_CHECK(ctx, MPI_Allgatherv(mine, (int)(n_mine * B), MPI_DOUBLE, all, rc, rdp, MPI_DOUBLE, ctx->comm));
   free(mine);
   free(rc);
   free(rdp);
-  return scores;
+  return all;
 }
 
 /* Percentile intervals of the rank's quantities, gathered on rank 0 into ci (sorts the columns, so
@@ -144,18 +149,22 @@ static void boot_intervals(const rd_ctx *ctx, const boot_share *s, double *cols,
   free(rdp);
 }
 
-/* The rank's share of the paired comparisons, gathered on rank 0 into cmp. */
-static void boot_comparisons(const rd_ctx *ctx, const boot_share *s, const double *scores, int n_cmp,
+/* The rank's share of the paired comparisons, gathered on rank 0 into cmp: unit u = pair × per_pair
+ * + j compares quantity j of the pair's two models (rows of `rep`, per_pair rows per model). */
+static void boot_comparisons(const rd_ctx *ctx, const boot_share *s, const double *rep, int per_pair, int n_cmp,
                              const int *cmp_a, const int *cmp_b, double *cmp) {
-  int64_t B = s->B, c0, c1;
-  rd_split_range(n_cmp, ctx->size, ctx->rank, &c0, &c1);
+  int64_t B = s->B, c0, c1, n_units = (int64_t)n_cmp * per_pair;
+  rd_split_range(n_units, ctx->size, ctx->rank, &c0, &c1);
   double *mycmp = malloc(sizeof(double) * (size_t)(4 * (c1 - c0) + 1));
   double *scratch = malloc(sizeof(double) * (size_t)(B + 1));
   int *rc = malloc(sizeof(int) * (size_t)ctx->size), *rdp = malloc(sizeof(int) * (size_t)ctx->size);
   if (!mycmp || !scratch || !rc || !rdp) rd_abort(ctx, __FILE__, __LINE__, "out of memory for the comparisons");
-  for (int64_t k = c0; k < c1; k++)
-    bench_compare_pair(scores + cmp_a[k] * B, scores + cmp_b[k] * B, B, scratch, mycmp + 4 * (k - c0));
-  share_counts(n_cmp, ctx->size, 4, rc, rdp);
+  for (int64_t u = c0; u < c1; u++) {
+    int64_t c = u / per_pair, j = u % per_pair;
+    const double *a = rep + ((int64_t)cmp_a[c] * per_pair + j) * B, *b = rep + ((int64_t)cmp_b[c] * per_pair + j) * B;
+    bench_compare_pair(a, b, B, scratch, mycmp + 4 * (u - c0));
+  }
+  share_counts(n_units, ctx->size, 4, rc, rdp);
   RD_MPI_CHECK(ctx, MPI_Gatherv(mycmp, (int)(4 * (c1 - c0)), MPI_DOUBLE, cmp, rc, rdp, MPI_DOUBLE, 0, ctx->comm));
   free(mycmp);
   free(scratch);
@@ -182,9 +191,10 @@ int bench_bootstrap(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, 
   const bench_dims *d = &E->p->d;
   const bench_opts *o = job->opts;
   int n_cmp = share_comparisons(ctx, r);
+  int per_pair = (int)bench_cmp_per_pair(o, d);
   if (ctx->rank == 0) {
     *ci = malloc(sizeof(double) * (size_t)(3 * d->M * (d->n_sec + 1)));
-    *cmp = malloc(sizeof(double) * (size_t)(4 * n_cmp + 1));
+    *cmp = malloc(sizeof(double) * (size_t)(4 * (int64_t)n_cmp * per_pair + 1));
     if (!*ci || !*cmp) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
   }
   boot_share s;
@@ -199,10 +209,10 @@ int bench_bootstrap(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, 
   }
   double *cols = boot_columns(ctx, &s, local, st);
   free(local);
-  double *scores = n_cmp > 0 ? boot_scores(ctx, &s, cols) : NULL;
+  double *rep = n_cmp > 0 ? boot_compared(ctx, &s, per_pair, cols) : NULL;
   boot_intervals(ctx, &s, cols, *ci);
-  if (n_cmp > 0) boot_comparisons(ctx, &s, scores, n_cmp, r->cmp_a, r->cmp_b, *cmp);
-  free(scores);
+  if (n_cmp > 0) boot_comparisons(ctx, &s, rep, per_pair, n_cmp, r->cmp_a, r->cmp_b, *cmp);
+  free(rep);
   free(cols);
   rd_progress_end(&prog);
   rd_timing_mark(ctx->rank, job->name, "bootstrap");

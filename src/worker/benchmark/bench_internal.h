@@ -49,6 +49,9 @@ typedef struct bench_opts {
   int compare_all;
   int n_pairs;
   const char **pair_a, **pair_b;
+  int compare_sections;  /* compare every section of each pair as well as the score */
+  const char *adjust;    /* "none" or "holm": p-values adjusted across the family of comparisons */
+  int holm;              /* adjust is "holm" */
   int scheme_given;      /* the job names its scheme (else the input's source attribute chooses it) */
   int source;            /* the RewardBench version the input's source attribute names: 1, 2, or 0 (rank 0) */
 } bench_opts;
@@ -234,8 +237,15 @@ void bench_compare_pair(const double *sa, const double *sb, int64_t B, double *s
 
 /* ---- the distributed bootstrap (bench_bootstrap.c) ---- */
 
+/* The quantities compared for each pair: the score only (1), or every section and the score (K =
+ * n_sec + 1, the score last) with "compare_sections". */
+static inline int64_t bench_cmp_per_pair(const bench_opts *o, const bench_dims *d) {
+  return o->compare_sections ? d->n_sec + 1 : 1;
+}
+
 /* Phase 6 (collective): replicates by index, their intervals by quantity, comparisons by pair.
- * Rank 0 receives ci [M × K × 3: lo, hi, dropped] and cmp [n_cmp × 4: lo, hi, p, used] (malloc'd).
+ * Rank 0 receives ci [M × K × 3: lo, hi, dropped] and cmp [n_cmp × Kc × 4: lo, hi, p, used]
+ * (malloc'd; Kc = bench_cmp_per_pair, a pair's quantities in section order, the score last).
  * The comparisons (rank 0's r->cmp_a, r->cmp_b) are broadcast to every rank first. */
 int bench_bootstrap(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, const bench_eval *E, bench_root *r,
                     double **ci, double **cmp, rd_status *st);
@@ -244,7 +254,7 @@ int bench_bootstrap(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, 
 
 /* Rank 0: the report's result object and the leaderboard. credit is [M × I] (NULL in accuracy
  * mode); ci holds the bootstrap intervals [M × K × 3: lo, hi, dropped] and cmp the comparisons
- * [n_cmp × 4: lo, hi, p, replicates used] (NULL when the bootstrap is off). */
+ * [n_cmp × Kc × 4: lo, hi, p, replicates used] (NULL when the bootstrap is off). */
 typedef struct bench_report_in {
   const bench_plan *p;
   const bench_opts *o;

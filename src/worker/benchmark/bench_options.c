@@ -1,6 +1,7 @@
 /* benchmark: the job options (one table: parsing, effective options, `rmdiag help benchmark`) and the
  * official RewardBench schemes they name (see docs/reference.md, 'benchmark options'). */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,6 +241,8 @@ static int parse_compare(const cJSON *cmp, void *field, void *opts, cJSON *eff, 
 
 /* ---- the table ------------------------------------------------------------------------------- */
 
+static const char *const bench_adjust_choices[] = {"none", "holm", NULL};
+
 /* Row order is the order of the effective options in the report. */
 const rd_option bench_options[] = {
     RD_OPTION_CUSTOM("scheme", bench_opts, scheme, parse_scheme,
@@ -254,6 +257,13 @@ const rd_option bench_options[] = {
     RD_OPTION_BOOTSTRAP(bench_opts, bootstrap, 1000),
     RD_OPTION_CUSTOM("compare", bench_opts, pair_a, parse_compare, "\"all\" or list of [\"MODEL\", \"MODEL\"]",
                      "none", "paired comparisons of overall scores: every pair of models, or the pairs listed"),
+    /* absent, the two below leave the effective options (and so the spec hash and every report made
+     * without them) as they were */
+    {.key = "compare_sections", .type = RD_OPT_BOOL, .offset = offsetof(bench_opts, compare_sections), .idef = 0,
+     .effective = RD_EFF_IF_SET, .help = "compare each pair's sections as well as its score (needs \"compare\")"},
+    {.key = "adjust", .type = RD_OPT_STRING, .offset = offsetof(bench_opts, adjust), .sdef = "none",
+     .choices = bench_adjust_choices, .effective = RD_EFF_IF_SET,
+     .help = "\"holm\": Holm-adjusted p-values (p_holm) across every comparison p-value of the report"},
     RD_OPTION_END,
 };
 
@@ -284,5 +294,10 @@ int bench_parse(rd_job *job, const rd_jobfile *jf, rd_status *st) {
   RD_TRY(rd_options_parse(bench_options, job->spec, o, job->effective, &job->where, st));
   if (o->prior_sets && o->scheme != BENCH_V1)
     return rd_fail(st, RD_EINPUT, "%s: \"prior_sets\" applies to the rewardbench-v1 scheme only", job->where.path);
+  o->holm = strcmp(o->adjust, "holm") == 0;
+  int compares = o->compare_all || o->n_pairs > 0;
+  if ((o->compare_sections || o->holm) && !compares)
+    return rd_fail(st, RD_EINPUT, "%s: \"%s\" applies to comparisons: add \"compare\": \"all\" or a list of model "
+                   "pairs", job->where.path, o->compare_sections ? "compare_sections" : "adjust");
   return RD_OK;
 }

@@ -134,25 +134,90 @@ static int leaderboard_json(cJSON *r, const bench_plan *p, const double *scores,
   return RD_OK;
 }
 
-/* Paired comparisons: replicate b's difference uses the same draws for both models. */
-static void comparisons_json(cJSON *r, const bench_report_in *in, const double *scores) {
+/* One compared quantity: the point difference and, from the bootstrap (c: lo, hi, p, used; NULL
+ * without it), the interval, the p-value and the replicates used; p_holm when adjusting. */
+static cJSON *comparison_values(cJSON *x, double diff, const double *c, int holm, double p_holm) {
+  rd_json_add(x, "diff", rd_json_num(diff));
+  rd_json_add(x, "ci95", rd_json_pair(c ? c[0] : NAN, c ? c[1] : NAN));
+  rd_json_add(x, "p", rd_json_num(c ? c[2] : NAN));
+  if (holm) rd_json_add(x, "p_holm", rd_json_num(p_holm));
+  int64_t used = c ? (int64_t)c[3] : 0;
+  cJSON_AddNumberToObject(x, "resamples", (double)used);
+  /* p moves in steps of 2/resamples: p = 0 means p < 2/resamples (docs/reference.md, 'Statistics') */
+  rd_json_add(x, "p_resolution", rd_json_num(used > 0 ? 2.0 / (double)used : NAN));
+  return x;
+}
+
+/* Holm's step-down adjustment of the n p-values p[i] that are not NaN (the family), into adj (NaN
+ * elsewhere): with the family sorted ascending, adj_(i) = min(1, max over j <= i of (m - j + 1) p_(j)).
+ * Equal p-values get equal adjusted values, so the order among ties does not matter. */
+static const double *holm_p;
+static int by_p(const void *a, const void *b) {
+  int64_t i = *(const int64_t *)a, j = *(const int64_t *)b;
+  if (holm_p[i] != holm_p[j]) return holm_p[i] < holm_p[j] ? -1 : 1;
+  return (i > j) - (i < j);
+}
+
+static int64_t holm_adjust(const double *p, int64_t n, double *adj) {
+  int64_t *order = malloc(sizeof(int64_t) * (size_t)(n + 1)), m = 0;
+  for (int64_t i = 0; i < n; i++) {
+    adj[i] = NAN;
+    if (order && !isnan(p[i])) order[m++] = i;
+  }
+  if (!order) return -1;
+  holm_p = p;
+  qsort(order, (size_t)m, sizeof *order, by_p);
+  holm_p = NULL;
+  double run = 0.0;
+  for (int64_t k = 0; k < m; k++) {
+    double v = (double)(m - k) * p[order[k]];
+    if (v > run) run = v;
+    adj[order[k]] = run < 1.0 ? run : 1.0;
+  }
+  free(order);
+  return m;
+}
+
+/* Paired comparisons: replicate b's difference uses the same draws for both models. pt holds the
+ * point estimates [M × K]; with "compare_sections" each pair also lists its sections; with "adjust":
+ * "holm" every p-value of the list (scores and sections) is adjusted as one family. */
+static int comparisons_json(cJSON *r, const bench_report_in *in, const double *pt) {
+  const bench_dims *d = &in->p->d;
+  int64_t K = d->n_sec + 1, per = bench_cmp_per_pair(in->o, d), n = (int64_t)in->n_cmp * per;
+  int holm = in->o->holm;
+  double *pv = malloc(sizeof(double) * (size_t)(n + 1)), *adj = malloc(sizeof(double) * (size_t)(n + 1));
+  if (!pv || !adj) {
+    free(pv);
+    free(adj);
+    return -1;
+  }
+  for (int64_t u = 0; u < n; u++) pv[u] = in->B > 0 ? in->cmp[4 * u + 2] : NAN;
+  int64_t family = holm ? holm_adjust(pv, n, adj) : 0;
   cJSON *cmps = cJSON_AddArrayToObject(r, "comparisons");
-  for (int q = 0; q < in->n_cmp; q++) {
-    int64_t a = in->cmp_a[q], b = in->cmp_b[q];
+  for (int q = 0; q < in->n_cmp && family >= 0; q++) {
+    int64_t a = in->cmp_a[q], b = in->cmp_b[q], u = (int64_t)q * per;
+    const double *c = in->B > 0 ? in->cmp + 4 * u : NULL;
     cJSON *x = cJSON_CreateObject();
     cJSON_AddStringToObject(x, "a", bench_model_name(in->p, a));
     cJSON_AddStringToObject(x, "b", bench_model_name(in->p, b));
-    rd_json_add(x, "diff", rd_json_num(scores[a] - scores[b]));
-    const double *c = in->B > 0 ? in->cmp + 4 * q : NULL;
-    double cl = c ? c[0] : NAN, ch = c ? c[1] : NAN, pv = c ? c[2] : NAN;
-    int64_t used = c ? (int64_t)c[3] : 0;
-    rd_json_add(x, "ci95", rd_json_pair(cl, ch));
-    rd_json_add(x, "p", rd_json_num(pv));
-    cJSON_AddNumberToObject(x, "resamples", (double)used);
-    /* p moves in steps of 2/resamples: p = 0 means p < 2/resamples (docs/reference.md, 'Statistics') */
-    rd_json_add(x, "p_resolution", rd_json_num(used > 0 ? 2.0 / (double)used : NAN));
+    comparison_values(x, pt[a * K + K - 1] - pt[b * K + K - 1], c ? c + 4 * (per - 1) : NULL, holm, adj[u + per - 1]);
+    if (in->o->compare_sections) {
+      cJSON *secs = cJSON_AddObjectToObject(x, "sections");
+      for (int64_t k = 0; k < d->n_sec; k++)
+        cJSON_AddItemToObject(secs, section_name(in->o, k),
+                              comparison_values(cJSON_CreateObject(), pt[a * K + k] - pt[b * K + k],
+                                                c ? c + 4 * k : NULL, holm, adj[u + k]));
+    }
     cJSON_AddItemToArray(cmps, x);
   }
+  if (holm && family >= 0) {
+    cJSON *h = cJSON_AddObjectToObject(r, "adjustment");
+    cJSON_AddStringToObject(h, "method", "holm");
+    cJSON_AddNumberToObject(h, "family", (double)family);
+  }
+  free(pv);
+  free(adj);
+  return family >= 0 ? 0 : -1;
 }
 
 /* Percentile intervals of sections and score (computed by the ranks that own them, NaN without
@@ -196,7 +261,11 @@ static int report_json(const bench_report_in *in, const double *val, const doubl
     cJSON_Delete(r);
     return st->code;
   }
-  comparisons_json(r, in, scores);
+  if (comparisons_json(r, in, pt) != 0) {
+    free(scores);
+    cJSON_Delete(r);
+    return rd_fail(st, RD_EFAIL, "out of memory");
+  }
   cJSON *bo = cJSON_AddObjectToObject(r, "bootstrap");
   cJSON_AddNumberToObject(bo, "resamples", (double)in->B);
   cJSON_AddStringToObject(bo, "unit", "item within its subset (Ties: prompt with its ref and tied rows)");

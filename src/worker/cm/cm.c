@@ -33,6 +33,8 @@ static const char *const cm_headlines[] = {
     "user_macro.cm", "strata[covariate,bin].cm", NULL,
 };
 
+int cm_init(hid_t f, const char *file, const char *group, cJSON *job, FILE *note, rd_status *st);  /* cm_init.c */
+
 const rd_kind rd_kind_cm = {
     .name = "cm",
     .default_group = "/cm",
@@ -46,4 +48,5 @@ const rd_kind rd_kind_cm = {
     .run = cm_run,
     .headlines = cm_headlines,
     .view = cm_view,
+    .init = cm_init,
 };

@@ -98,6 +98,8 @@ static const char *const leak_headlines[] = {
     "cells[model,series,variant].within", "cells[model,series,variant].sign", NULL,
 };
 
+int leak_init(hid_t f, const char *file, const char *group, cJSON *job, FILE *note, rd_status *st);  /* leak_init.c */
+
 const rd_kind rd_kind_leakage = {
     .name = "leakage",
     .default_group = "/leak",
@@ -111,4 +113,5 @@ const rd_kind rd_kind_leakage = {
     .run = leak_run,
     .headlines = leak_headlines,
     .view = leak_view,
+    .init = leak_init,
 };

@@ -106,6 +106,8 @@ static const char *const probe_headlines[] = {
     "tasks.*.accuracy_mean", "average", "models.*.tasks.*.accuracy_mean", "models.*.average", NULL,
 };
 
+int probe_init(hid_t f, const char *file, const char *group, cJSON *job, FILE *note, rd_status *st);  /* probe_init.c */
+
 const rd_kind rd_kind_probe = {
     .name = "probe",
     .default_group = "/probe",
@@ -119,4 +121,5 @@ const rd_kind rd_kind_probe = {
     .headlines = probe_headlines,
     .view = probe_view,
     .compare = probe_compare,
+    .init = probe_init,
 };

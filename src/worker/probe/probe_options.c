@@ -115,8 +115,8 @@ static int parse_task(const cJSON *c, int repeated, probe_task_opt *to, cJSON *e
 static int parse_tasks(const cJSON *v, void *field, void *opts, cJSON *eff, const rd_where *w, rd_status *st) {
   (void)field;
   probe_opts *o = opts;
-  if (!v) return rd_fail(st, RD_EINPUT, "%s: missing required key \"tasks\" ({TASK: {\"classes\": [[...], ...]}})",
-                         w->path);
+  if (!v) return rd_fail(st, RD_EINPUT, "%s: missing required key \"tasks\" ({TASK: {\"classes\": [[...], ...]}}; "
+                         "`rmdiag init probe INPUT.h5` writes the tasks and classes the input has)", w->path);
   if (!cJSON_IsObject(v) || cJSON_GetArraySize(v) == 0)
     return rd_fail(st, RD_EINPUT, "%s: \"tasks\" must be a non-empty object {TASK: {\"classes\": [[...], ...]}}",
                    w->path);
