@@ -437,7 +437,9 @@ class Runner:
             if ro[0] != 0:
                 self.res.add(f"{name}: stdout", "run", col, f"OLD failed (exit {ro[0]}): {last_line(ro[2])}")
                 continue
-            d = f"exit {ro[0]} vs {rn[0]}" if ro[0] != rn[0] else compare_text(ro[1], rn[1])
+            # stdout names the run's folder (the "more rows" hints): compared with it replaced too
+            d = f"exit {ro[0]} vs {rn[0]}" if ro[0] != rn[0] else compare_text(ro[1].replace(dirs["old"], "<RUN>"),
+                                                                                  rn[1].replace(dirs[who], "<RUN>"))
             self.res.add(f"{name}: stdout", "run", col, d)
             self.res.add(f"{name}: stderr", "run", col,
                          compare_text(normalize_stderr(ro[2], [(dirs["old"], "<RUN>")]),

@@ -13,8 +13,11 @@
 struct rd_kind;
 
 typedef struct rd_job {
-  int index;                  /* position in "jobs" */
-  const char *name;           /* points into the job file's JSON */
+  int index;                  /* position among the file's jobs, sweeps expanded */
+  int file_index;             /* position in the file's "jobs" list (of the sweep it came from) */
+  int sweep;                  /* the sweep it belongs to (index in rd_jobfile.sweeps), or -1 */
+  int64_t seed;               /* its "seed", else the file's */
+  const char *name;           /* points into the job's JSON */
   const struct rd_kind *kind;
   char *input;                /* input path resolved against the job file's folder */
   char *group;                /* HDF5 group, default by kind */
@@ -24,6 +27,20 @@ typedef struct rd_job {
   rd_where where;             /* "FILE: jobs[i] ("name")" for messages */
 } rd_job;
 
+/* A job with "sweep": {KEY: [values...], ...} expands into one job per combination of the values,
+ * named NAME.KEY-I for each key in the order given (I the value's 0-based position in its list),
+ * the first key varying slowest. Its summary report is NAME.summary. */
+typedef struct rd_sweep {
+  const char *name;          /* the job's name */
+  int file_index;            /* its position in "jobs" */
+  const struct rd_kind *kind;
+  const cJSON *spec;         /* the "sweep" object */
+  int n_keys;
+  const char *keys[16];
+  int n_values[16];
+  int first, n;              /* its members: jobs[first .. first + n) */
+} rd_sweep;
+
 typedef struct rd_jobfile {
   char *path;          /* as given */
   char *dir;           /* folder relative paths resolve against */
@@ -32,8 +49,14 @@ typedef struct rd_jobfile {
   const char *description;  /* optional, copied into every report */
   int n_jobs;
   rd_job *jobs;
+  int n_sweeps;
+  rd_sweep *sweeps;
   cJSON *root;
+  cJSON *expanded;     /* the JSON of the jobs sweeps expanded into (owned) */
 } rd_jobfile;
+
+/* The position of member m of sweep s in the list of the sweep's key k. */
+int rd_sweep_position(const rd_sweep *s, int m, int k);
 
 /* Parses and validates a job file from its bytes (read by rank 0 and broadcast, so every rank
  * parses the same text). Checks keys, types, ranges, names, kinds and kind options; does not

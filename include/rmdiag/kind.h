@@ -5,12 +5,14 @@
 
 #include <cjson/cJSON.h>
 #include <hdf5.h>
+#include <stdio.h>
 
 #include "rmdiag/common/comm.h"
 #include "rmdiag/common/options.h"
 #include "rmdiag/job.h"
 #include "rmdiag/plan.h"
 #include "rmdiag/common/status.h"
+#include "rmdiag/common/view.h"
 
 /* What a kind's run hands back to the driver (meaningful on rank 0 only). */
 typedef struct rd_run_out {
@@ -41,7 +43,34 @@ typedef struct rd_kind {
   void (*estimate)(const rd_job *job, rd_job_cost *cost);
   /* Collective: computes the report. On rank 0 fills out->result and writes datasets to out->h5. */
   int (*run)(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd_run_out *out, rd_status *st);
+  /* The headline numbers of a report, summarized across the seeds of a sweep: paths into the
+   * result object, NULL-terminated. A segment is a key, "*" (every key of an object), or
+   * NAME[F1,F2] (every element of the array NAME, named by the values of its fields F1, F2);
+   * e.g. "cells[model,series,variant].r". NULL: every number of the result. */
+  const char *const *headlines;
+  /* Optional, for readers (docs/reference.md, 'Reading reports'): the view of a report, one process, no MPI:
+   * its tables (the stdout summary of `run`, `rmdiag table`), its warnings (result.warnings) and, when `h5` is
+   * not NULL, its figures for `rmdiag report`, per-item data read from that output file and binned here so the
+   * page stays small. `report` is {"rmdiag": envelope, "result": ...}; during `run` the envelope holds only
+   * job, kind and options. Errors (a report of another version, a missing dataset) are RD_EINPUT. */
+  int (*view)(const cJSON *report, const char *h5, rd_view *v, rd_status *st);
+  /* Optional: warnings that compare reports of this kind, given all of them (`rmdiag report` with several
+   * reports; probe: the two training modes on the same features). */
+  void (*compare)(const cJSON *const *reports, int n, rd_view *v);
+  /* Optional, rank 0, for `rmdiag init KIND INPUT.h5`: adds to `job` (which holds name, kind, input
+   * and group) the options the input's layout suggests, read from the file `f` open serially
+   * (`file` names it in messages), and writes one line per choice on `note` ("rmdiag init: ...").
+   * The job must validate as written; init then checks that it does. */
+  int (*init)(hid_t f, const char *file, const char *group, cJSON *job, FILE *note, rd_status *st);
 } rd_kind;
+
+/* Rank 0 of a kind's run, once the result is complete: adds `warnings` (a list of strings, possibly empty)
+ * to the result, prints the kind's summary on `out` (stdout) and the warnings on `err` (stderr). */
+static inline int rd_kind_summary(const rd_kind *k, const rd_job *job, const rd_jobfile *jf, cJSON *warnings,
+                                  cJSON *result, FILE *out, FILE *err, rd_status *st) {
+  return rd_view_summary(k->view, job->name, k->name, job->effective, jf ? jf->output_dir : NULL, warnings, result,
+                         out, err, st);
+}
 
 const rd_kind *rd_kind_find(const char *name);
 /* NULL-terminated list of every kind, in the order --help shows them. */

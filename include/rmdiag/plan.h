@@ -1,7 +1,12 @@
-/* Planning a job file over the ranks: each job's estimated cost, the width of the rank groups the
- * jobs run on, and the order in which they are handed out (largest first). The plan is made on
- * rank 0 from estimates only; which group runs which job is decided at run time (the next job goes
- * to whichever group frees up), and reports do not depend on it. */
+/* Planning a job file over the ranks: each job's estimated cost, the rank groups the jobs run on,
+ * and the order in which they are handed out (largest first). The plan is made on rank 0 from
+ * estimates only; which group runs which job is decided at run time (the next job goes to whichever
+ * group frees up), and reports do not depend on it.
+ *
+ * A plan has one or two tiers of groups. Wide groups take the "large" jobs (the first n_large of
+ * the order) and, once those are gone, the others; narrow groups take only the others. So a file
+ * with a few large jobs and many small ones runs the large ones on wide groups while single ranks
+ * work through the small ones. */
 #ifndef RMDIAG_PLAN_H
 #define RMDIAG_PLAN_H
 
@@ -24,25 +29,33 @@ double rd_cost_on(const rd_job_cost *c, int ranks);
 
 typedef struct rd_plan {
   int n_run;         /* jobs to run */
-  int *order;        /* [n_run] job indices, the order jobs are handed out (largest estimate first) */
+  int *order;        /* [n_run] job indices, largest estimate first: the hand-out order */
+  int n_large;       /* the first n_large jobs of `order` go to wide groups (0 with one tier) */
   int world;         /* ranks */
-  int width;         /* ranks per group (the last groups take one more when world % width != 0) */
   int n_groups;
-  double *est;       /* [n_jobs] estimated seconds on a group of `width` ranks (0 for jobs not run) */
+  int *group_first;  /* [n_groups] each group's first rank (groups are consecutive ranks) */
+  int *group_size;   /* [n_groups] */
+  int *group_wide;   /* [n_groups] 1: takes the large jobs first; 0: only the others */
+  double *est;       /* [n_jobs] estimated seconds on the group width the job is planned for */
   double makespan;   /* estimated seconds for the whole file under this plan */
   double sequential; /* estimated seconds running every job on all ranks, one after another */
 } rd_plan;
 
-/* Plans the n jobs with run[j] != 0 over `world` ranks: simulates handing the jobs out largest
- * first to groups of each candidate width and keeps the width with the smallest estimated
- * makespan (one group of all ranks on a tie). Returns 0, or -1 when out of memory. */
+/* Plans the n jobs with run[j] != 0 over `world` ranks: simulates handing the jobs out for each
+ * candidate set of groups (equal widths; or wide groups for the largest jobs and single ranks for
+ * the rest) and keeps the one with the smallest estimated makespan (one group of all ranks unless
+ * another is clearly faster). Returns 0, or -1 when out of memory. */
 int rd_plan_make(const rd_job_cost *costs, const int *run, int n, int world, rd_plan *plan);
-/* The same with the group width fixed (1..world; larger is taken as world). */
+/* The same with every group `width` ranks wide (1..world; larger is taken as world). */
 int rd_plan_make_width(const rd_job_cost *costs, const int *run, int n, int world, int width, rd_plan *plan);
+/* Allocates the arrays of a plan with n jobs and g groups (the fields filled by the caller: the
+ * ranks that receive a plan). Returns 0, or -1 when out of memory. */
+int rd_plan_alloc(rd_plan *plan, int n, int g);
 void rd_plan_free(rd_plan *plan);
 
-/* The group a rank belongs to, and the group's first rank and size, under the plan. */
+/* The group a rank belongs to. */
 int rd_plan_group_of(const rd_plan *plan, int rank);
-void rd_plan_group_span(const rd_plan *plan, int group, int *first, int *size);
+/* The widest group's width. */
+int rd_plan_max_width(const rd_plan *plan);
 
 #endif

@@ -9,6 +9,7 @@ typedef struct rd_run_flags {
   int resume, force, validate_only;
   int plan_only;        /* --plan: print how the jobs would be spread over the ranks; compute nothing */
   int ranks_per_job;    /* --ranks-per-job: 0 auto, -1 all ranks, else the group width */
+  int wait;             /* --wait: another run holding the output folder is waited for, not an error */
   const char *backend;  /* "auto", "cpu", "cuda" */
 } rd_run_flags;
 

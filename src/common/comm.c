@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rmdiag/common/signals.h"
 
@@ -132,9 +133,89 @@ int rd_gather_rows(const rd_ctx *ctx, const void *mine, void *all, int64_t n_row
   return gather_rows(ctx, mine, ctx->rank == 0 ? all : NULL, n_rows, block_rows, elem, 0);
 }
 
+/* The counts and displacements of rd_rank_rows, in rows. */
+static void rows_layout(const rd_ctx *ctx, int64_t n_rows, int64_t block_rows, size_t elem, int **counts, int **displs) {
+  if (n_rows >= INT_MAX || elem >= (size_t)INT_MAX) rd_abort(ctx, __FILE__, __LINE__, "more than 2^31 rows");
+  *counts = malloc(sizeof(int) * (size_t)ctx->size);
+  *displs = malloc(sizeof(int) * (size_t)ctx->size);
+  if (!*counts || !*displs) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+  for (int r = 0; r < ctx->size; r++) {
+    int64_t lo, hi;
+    rd_rank_rows(n_rows, block_rows, ctx->size, r, &lo, &hi);
+    (*counts)[r] = (int)(hi - lo);
+    (*displs)[r] = (int)lo;
+  }
+}
+
+int rd_gather_rows_inplace(const rd_ctx *ctx, void *buf, int64_t n_rows, int64_t block_rows, size_t elem) {
+  int *counts, *displs;
+  rows_layout(ctx, n_rows, block_rows, elem, &counts, &displs);
+  MPI_Datatype row;
+  RD_MPI_CHECK(ctx, MPI_Type_contiguous((int)elem, MPI_BYTE, &row));
+  RD_MPI_CHECK(ctx, MPI_Type_commit(&row));
+  if (ctx->rank == 0)
+    RD_MPI_CHECK(ctx, MPI_Gatherv(MPI_IN_PLACE, counts[0], row, buf, counts, displs, row, 0, ctx->comm));
+  else
+    RD_MPI_CHECK(ctx, MPI_Gatherv(buf, counts[ctx->rank], row, NULL, NULL, NULL, row, 0, ctx->comm));
+  MPI_Type_free(&row);
+  free(counts);
+  free(displs);
+  return RD_OK;
+}
+
+int rd_scatter_rows(const rd_ctx *ctx, const void *all, void *mine, int64_t n_rows, int64_t block_rows, size_t elem) {
+  int *counts, *displs;
+  rows_layout(ctx, n_rows, block_rows, elem, &counts, &displs);
+  MPI_Datatype row;
+  RD_MPI_CHECK(ctx, MPI_Type_contiguous((int)elem, MPI_BYTE, &row));
+  RD_MPI_CHECK(ctx, MPI_Type_commit(&row));
+  RD_MPI_CHECK(ctx, MPI_Scatterv(ctx->rank == 0 ? all : NULL, counts, displs, row, mine, counts[ctx->rank], row, 0,
+                                 ctx->comm));
+  MPI_Type_free(&row);
+  free(counts);
+  free(displs);
+  return RD_OK;
+}
+
 int rd_allgather_rows(const rd_ctx *ctx, const void *mine, void *all, int64_t n_rows, int64_t block_rows,
                       size_t elem) {
   return gather_rows(ctx, mine, all, n_rows, block_rows, elem, 1);
+}
+
+/* Waits for req by testing it, first in a tight loop, then with pauses of 0.1 ms: MPI's own waits
+ * poll without pause, which on a machine shared with other work (or with more ranks than cores)
+ * takes the core from the rank being waited for. */
+static void wait_paced(const rd_ctx *ctx, MPI_Request *req) {
+  int done = 0;
+  double t0 = MPI_Wtime();
+  struct timespec pause = {0, 100000};
+  while (1) {
+    RD_MPI_CHECK(ctx, MPI_Test(req, &done, MPI_STATUS_IGNORE));
+    if (done) return;
+    if (MPI_Wtime() - t0 > 2e-3) nanosleep(&pause, NULL);
+  }
+}
+
+int rd_barrier_paced(const rd_ctx *ctx) {
+  if (ctx->size == 1) return RD_OK;
+  MPI_Request req;
+  RD_MPI_CHECK(ctx, MPI_Ibarrier(ctx->comm, &req));
+  wait_paced(ctx, &req);
+  return RD_OK;
+}
+
+int rd_wait_for(const rd_ctx *ctx, int src, int tag) {
+  char token;
+  MPI_Request req;
+  RD_MPI_CHECK(ctx, MPI_Irecv(&token, 1, MPI_CHAR, src, tag, ctx->comm, &req));
+  wait_paced(ctx, &req);
+  return RD_OK;
+}
+
+int rd_signal(const rd_ctx *ctx, int dest, int tag) {
+  char token = 1;
+  RD_MPI_CHECK(ctx, MPI_Send(&token, 1, MPI_CHAR, dest, tag, ctx->comm));
+  return RD_OK;
 }
 
 static const double *sort_costs;
@@ -146,6 +227,10 @@ static int by_cost_desc(const void *a, const void *b) {
 }
 
 void rd_assign_tasks(int64_t n_tasks, const double *cost, int size, int *owner) {
+  rd_assign_tasks_pinned(n_tasks, cost, NULL, size, owner);
+}
+
+void rd_assign_tasks_pinned(int64_t n_tasks, const double *cost, const int *pin, int size, int *owner) {
   int64_t *order = malloc(sizeof(int64_t) * (size_t)(n_tasks ? n_tasks : 1));
   double *load = calloc((size_t)size, sizeof *load);
   if (!order || !load) abort();
@@ -153,7 +238,14 @@ void rd_assign_tasks(int64_t n_tasks, const double *cost, int size, int *owner) 
   sort_costs = cost;
   qsort(order, (size_t)n_tasks, sizeof *order, by_cost_desc);
   sort_costs = NULL;
+  /* pinned tasks first: their ranks start with that load */
+  for (int64_t k = 0; pin && k < n_tasks; k++)
+    if (pin[k] >= 0) {
+      owner[k] = pin[k] < size ? pin[k] : 0;
+      load[owner[k]] += cost ? cost[k] : 1.0;
+    }
   for (int64_t i = 0; i < n_tasks; i++) {
+    if (pin && pin[order[i]] >= 0) continue;
     int best = 0;
     for (int r = 1; r < size; r++)
       if (load[r] < load[best]) best = r;
@@ -166,11 +258,16 @@ void rd_assign_tasks(int64_t n_tasks, const double *cost, int size, int *owner) 
 
 int rd_run_tasks(const rd_ctx *ctx, int64_t n_tasks, const double *cost, rd_task_fn fn, void *arg,
                  double ***results, int64_t **lens, rd_status *st) {
+  return rd_run_tasks_pinned(ctx, n_tasks, cost, NULL, fn, arg, results, lens, st);
+}
+
+int rd_run_tasks_pinned(const rd_ctx *ctx, int64_t n_tasks, const double *cost, const int *pin, rd_task_fn fn,
+                        void *arg, double ***results, int64_t **lens, rd_status *st) {
   *results = NULL;
   *lens = NULL;
   int *owner = malloc(sizeof(int) * (size_t)(n_tasks ? n_tasks : 1));
   if (!owner) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
-  rd_assign_tasks(n_tasks, cost, ctx->size, owner);
+  rd_assign_tasks_pinned(n_tasks, cost, pin, ctx->size, owner);
   /* this rank's tasks, packed as [length, values...] in task order */
   double *pack = NULL;
   int64_t npack = 0, cap = 0;
@@ -192,6 +289,9 @@ int rd_run_tasks(const rd_ctx *ctx, int64_t n_tasks, const double *cost, rd_task
     for (int64_t i = 0; i < n; i++) pack[npack++] = out[i];
     free(out);
   }
+  /* the ranks finish their tasks at different times (rank 0 may hold long pinned ones): wait
+   * without taking a core from the ranks still working */
+  rd_barrier_paced(ctx);
   if (rd_agree(ctx, st) != RD_OK) {
     free(pack);
     free(owner);

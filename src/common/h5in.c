@@ -3,19 +3,20 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <setjmp.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "h5in_internal.h"
 #include "rmdiag/common/jsonutil.h"
-#include "rmdiag/common/signals.h"
+
+#define SEE "see docs/reference.md, 'HDF5 inputs'"
 
 int rd_h5_open(const char *file, MPI_Comm comm, hid_t *out, rd_status *st) {
   *out = H5I_INVALID_HID;
+  rd_h5_plugin_defaults();
   int readable = access(file, R_OK) == 0, err = errno;
   if (comm != MPI_COMM_NULL) {
     /* H5Fopen is collective: every rank must enter it or none (a file missing on one node's
@@ -45,49 +46,169 @@ void rd_h5_close(hid_t f) {
   if (f >= 0) H5Fclose(f);
 }
 
-int rd_h5_exists(hid_t f, const char *path) {
-  char buf[1024];
-  size_t n = strlen(path);
-  if (n >= sizeof buf) return 0;
-  if (strcmp(path, "/") == 0) return 1;
-  memcpy(buf, path, n + 1);
-  for (size_t i = 1; i <= n; i++) {
-    if (buf[i] == '/' || buf[i] == '\0') {
-      char save = buf[i];
-      buf[i] = '\0';
-      htri_t e = H5Lexists(f, buf, H5P_DEFAULT);
-      if (e > 0) e = H5Oexists_by_name(f, buf, H5P_DEFAULT);
-      buf[i] = save;
-      if (e <= 0) return 0;
+/* Follows the soft links from `path` (up to HDF5's 16) to say where a broken one leads. */
+static void describe_broken(hid_t f, const char *path, char *why, size_t n) {
+  char cur[1024], seen[17][1024], shown[2][300];
+  H5L_info_t li;
+  snprintf(cur, sizeof cur, "%s", path);
+  rd_h5i_printable(path, shown[0], sizeof shown[0]);
+  for (int hop = 0; hop < 17; hop++) {
+    snprintf(seen[hop], sizeof seen[hop], "%s", cur);
+    if (H5Lget_info(f, cur, &li, H5P_DEFAULT) < 0) {
+      rd_h5i_printable(cur, shown[1], sizeof shown[1]);
+      snprintf(why, n, "%s is a soft link leading to \"%s\", which does not exist", shown[0], shown[1]);
+      return;
     }
+    if (li.type == H5L_TYPE_EXTERNAL) {
+      char val[2048];
+      const char *ef = NULL, *eo = NULL;
+      unsigned fl = 0;
+      if (li.u.val_size <= sizeof val && H5Lget_val(f, cur, val, sizeof val, H5P_DEFAULT) >= 0 &&
+          H5Lunpack_elink_val(val, li.u.val_size, &fl, &ef, &eo) >= 0) {
+        rd_h5i_printable(ef, shown[1], sizeof shown[1]);
+        char obj[300];
+        rd_h5i_printable(eo, obj, sizeof obj);
+        snprintf(why, n, "%s is an external link to \"%s\" in file \"%s\", which cannot be opened or lacks that object",
+                 shown[0], obj, shown[1]);
+      } else {
+        snprintf(why, n, "%s is an external link that cannot be read", shown[0]);
+      }
+      return;
+    }
+    if (li.type != H5L_TYPE_SOFT) {
+      snprintf(why, n, "%s names an object that cannot be opened (corrupt file?)", shown[0]);
+      return;
+    }
+    char val[1024];
+    if (li.u.val_size > sizeof val || H5Lget_val(f, cur, val, sizeof val, H5P_DEFAULT) < 0) {
+      snprintf(why, n, "%s is a soft link that cannot be read", shown[0]);
+      return;
+    }
+    val[sizeof val - 1] = '\0';
+    if (val[0] == '/') {
+      snprintf(cur, sizeof cur, "%s", val);
+    } else {
+      char *slash = strrchr(cur, '/');
+      size_t keep = slash ? (size_t)(slash - cur) : 0;
+      char next[2048];
+      int l = snprintf(next, sizeof next, "%.*s/%s", (int)keep, cur, val);
+      if (l < 0 || (size_t)l >= sizeof cur) {
+        snprintf(why, n, "%s is a soft link whose target path is too long", shown[0]);
+        return;
+      }
+      memcpy(cur, next, (size_t)l + 1);
+    }
+    for (int k = 0; k <= hop; k++)
+      if (strcmp(seen[k], cur) == 0) {
+        rd_h5i_printable(cur, shown[1], sizeof shown[1]);
+        snprintf(why, n, "%s is a soft link in a loop (it leads back to \"%s\")", shown[0], shown[1]);
+        return;
+      }
+  }
+  snprintf(why, n, "%s is a soft link followed by more than 16 others", shown[0]);
+}
+
+int rd_h5i_link_state(hid_t f, const char *path, char *why, size_t n) {
+  char buf[1024];
+  size_t len = strlen(path);
+  if (n) why[0] = '\0';
+  if (len >= sizeof buf) return 0;
+  if (strcmp(path, "/") == 0) return 1;
+  memcpy(buf, path, len + 1);
+  for (size_t i = 1; i <= len; i++) {
+    if (buf[i] != '/' && buf[i] != '\0') continue;
+    char save = buf[i];
+    buf[i] = '\0';
+    if (H5Lexists(f, buf, H5P_DEFAULT) <= 0) return 0;
+    if (H5Oexists_by_name(f, buf, H5P_DEFAULT) <= 0) {
+      describe_broken(f, buf, why, n);
+      return -1;
+    }
+    buf[i] = save;
   }
   return 1;
 }
 
-static rd_tclass classify(hid_t t, size_t *size, int *is_signed) {
+/* A broken link counts as present: whoever then opens it reports where it leads (rd_h5_info). */
+int rd_h5_exists(hid_t f, const char *path) {
+  char why[8];
+  return rd_h5i_link_state(f, path, why, sizeof why) != 0;
+}
+
+static int broken_link(const char *file, const char *what, const char *path, const char *why, rd_status *st) {
+  return rd_fail(st, RD_EINPUT, "%s: %s %s cannot be reached: %s; %s", file, what, path, why, SEE);
+}
+
+/* h5py's booleans: an enum over a 1-byte integer with exactly FALSE = 0 and TRUE = 1. */
+static int is_h5py_bool(hid_t t, hid_t base) {
+  if (H5Tget_size(base) != 1 || H5Tget_nmembers(t) != 2) return 0;
+  int ok = 1;
+  for (unsigned i = 0; i < 2 && ok; i++) {
+    char *name = H5Tget_member_name(t, i);
+    signed char v = -1;
+    ok = name && H5Tget_member_value(t, i, &v) >= 0 && ((i == 0 && strcmp(name, "FALSE") == 0 && v == 0) ||
+                                                          (i == 1 && strcmp(name, "TRUE") == 0 && v == 1));
+    if (name) H5free_memory(name);
+  }
+  return ok;
+}
+
+/* What an unsupported type is, for messages ("expected ..." follows). */
+static void other_text(hid_t t, H5T_class_t c, char *out, size_t n) {
+  if (c == H5T_ARRAY) {
+    hsize_t ad[4] = {0};
+    int r = H5Tget_array_ndims(t);
+    hid_t base = H5Tget_super(t);
+    size_t bs = base >= 0 ? H5Tget_size(base) : 0;
+    H5T_class_t bc = base >= 0 ? H5Tget_class(base) : H5T_NO_CLASS;
+    if (base >= 0) H5Tclose(base);
+    char dims[64] = "";
+    size_t k = 0;
+    if (r > 0 && r <= 4 && H5Tget_array_dims2(t, ad) >= 0)
+      for (int i = 0; i < r && k < sizeof dims; i++)
+        k += (size_t)snprintf(dims + k, sizeof dims - k, "%s%llu", i ? ", " : "", (unsigned long long)ad[i]);
+    snprintf(out, n, "an array type (each element an array [%s] of %zu-byte %s; store a dataset with one more "
+             "dimension instead)", dims, bs, bc == H5T_FLOAT ? "floats" : bc == H5T_INTEGER ? "integers" : "values");
+    return;
+  }
+  const char *what = c == H5T_ENUM ? "an enum type (of enums only h5py's booleans, FALSE = 0 and TRUE = 1, are read)"
+                     : c == H5T_COMPOUND ? "a compound type"
+                     : c == H5T_OPAQUE ? "an opaque type"
+                     : c == H5T_BITFIELD ? "a bitfield type"
+                     : c == H5T_REFERENCE ? "a reference type"
+                     : c == H5T_VLEN ? "a variable-length sequence type"
+                     : c == H5T_TIME ? "a time type" : "an unsupported type";
+  snprintf(out, n, "%s", what);
+}
+
+static rd_tclass classify(hid_t t, rd_dsinfo *info) {
   H5T_class_t c = H5Tget_class(t);
-  *size = H5Tget_size(t);
-  *is_signed = 0;
+  info->tsize = H5Tget_size(t);
+  info->is_signed = 0;
   if (c == H5T_INTEGER) {
-    *is_signed = H5Tget_sign(t) == H5T_SGN_2;
+    info->is_signed = H5Tget_sign(t) == H5T_SGN_2;
     return RD_TC_INT;
   }
   if (c == H5T_ENUM) {
     hid_t base = H5Tget_super(t);
-    int ok = H5Tget_class(base) == H5T_INTEGER;
-    *is_signed = H5Tget_sign(base) == H5T_SGN_2;
-    H5Tclose(base);
-    return ok ? RD_TC_INT : RD_TC_OTHER;
+    int ok = base >= 0 && H5Tget_class(base) == H5T_INTEGER && is_h5py_bool(t, base);
+    if (ok) info->is_signed = H5Tget_sign(base) == H5T_SGN_2;
+    if (base >= 0) H5Tclose(base);
+    if (ok) return RD_TC_INT;
   }
   if (c == H5T_FLOAT) return RD_TC_FLOAT;
   if (c == H5T_STRING) return RD_TC_STRING;
+  other_text(t, c, info->tdesc, sizeof info->tdesc);
   return RD_TC_OTHER;
 }
 
 int rd_h5_info(hid_t f, const char *file, const char *path, rd_dsinfo *info, rd_status *st) {
   memset(info, 0, sizeof *info);
   snprintf(info->path, sizeof info->path, "%s", path);
-  if (!rd_h5_exists(f, path)) return rd_fail(st, RD_EINPUT, "%s: dataset %s is missing", file, path);
+  char why[900];
+  int ls = rd_h5i_link_state(f, path, why, sizeof why);
+  if (ls < 0) return broken_link(file, "dataset", path, why, st);
+  if (ls == 0) return rd_fail(st, RD_EINPUT, "%s: dataset %s is missing", file, path);
   H5O_info_t oi;
   if (H5Oget_info_by_name(f, path, &oi, H5P_DEFAULT) < 0 || oi.type != H5O_TYPE_DATASET)
     return rd_fail(st, RD_EINPUT, "%s: %s is not a dataset", file, path);
@@ -103,7 +224,13 @@ int rd_h5_info(hid_t f, const char *file, const char *path, rd_dsinfo *info, rd_
     H5Sget_simple_extent_dims(s, dims, NULL);
     info->ndims = nd;
     for (int i = 0; i < nd; i++) info->dims[i] = (int64_t)dims[i];
-    info->tclass = classify(t, &info->tsize, &info->is_signed);
+    info->tclass = classify(t, info);
+    for (int i = 0; i < nd && rc == RD_OK; i++)
+      if (dims[i] > (hsize_t)INT64_MAX / 16)
+        rc = rd_fail(st, RD_EINPUT, "%s: dataset %s declares a dimension of %llu, beyond what can be read; %s", file,
+                     path, (unsigned long long)dims[i], SEE);
+    /* filters, storage and memory: before any kind allocates for it or reads it */
+    if (rc == RD_OK && info->tclass != RD_TC_OTHER) rc = rd_h5i_check_dataset(d, file, info, st);
   }
   H5Tclose(t);
   H5Sclose(s);
@@ -122,6 +249,8 @@ static const char *class_name(rd_tclass c) {
 
 int rd_h5_expect(const rd_dsinfo *info, const char *file, int ndims, int classes_mask, const char *what,
                  rd_status *st) {
+  if (info->tclass == RD_TC_OTHER)
+    return rd_fail(st, RD_EINPUT, "%s: dataset %s has %s, expected %s", file, info->path, info->tdesc, what);
   if (!(classes_mask & RD_TCM(info->tclass)))
     return rd_fail(st, RD_EINPUT, "%s: dataset %s has %s type, expected %s", file, info->path,
                    class_name(info->tclass), what);
@@ -319,41 +448,6 @@ int rd_h5_read_numeric(hid_t f, const char *file, const rd_dsinfo *info, double 
   return rc;
 }
 
-/* Variable-length strings live in the file's global heap, whose object sizes HDF5 1.10 trusts: a
- * corrupt heap can make H5Dread copy past its buffers and fault. The read runs under a guard that
- * turns SIGSEGV/SIGBUS into an error (the process then only closes and exits), so a corrupt input
- * ends with exit 2, never a crash. */
-static sigjmp_buf vlen_jump;
-static volatile sig_atomic_t vlen_guarded;
-
-static void vlen_fault(int sig) {
-  if (vlen_guarded) siglongjmp(vlen_jump, sig);
-  signal(sig, SIG_DFL);
-  raise(sig);
-}
-
-static herr_t guarded_vlen_read(hid_t d, hid_t mt, char **ptrs, int *faulted) {
-  struct sigaction sa, old_segv, old_bus;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = vlen_fault;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_NODEFER;
-  sigaction(SIGSEGV, &sa, &old_segv);
-  sigaction(SIGBUS, &sa, &old_bus);
-  herr_t e = -1;
-  *faulted = 0;
-  if (sigsetjmp(vlen_jump, 1) == 0) {
-    vlen_guarded = 1;
-    e = H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs);
-  } else {
-    *faulted = 1;
-  }
-  vlen_guarded = 0;
-  sigaction(SIGSEGV, &old_segv, NULL);
-  sigaction(SIGBUS, &old_bus, NULL);
-  return e;
-}
-
 int rd_h5_read_strings(hid_t f, const char *file, const rd_dsinfo *info, char **buf, size_t *buflen,
                        int64_t **offsets, rd_status *st) {
   *buf = NULL;
@@ -376,17 +470,12 @@ int rd_h5_read_strings(hid_t f, const char *file, const rd_dsinfo *info, char **
   } else if (is_var) {
     H5Tset_size(mt, H5T_VARIABLE);
     char **ptrs = calloc((size_t)(n ? n : 1), sizeof *ptrs);
-    int faulted = 0;
-    if (!ptrs || guarded_vlen_read(d, mt, ptrs, &faulted) < 0) {
-      if (faulted) {
-        /* HDF5 is left mid-read (a heap entry stays locked in its cache; closing the file would never
-         * return), so the process ends here: the message, the temporary files removed, exit 2 */
-        fprintf(stderr, "rmdiag: error: %s: dataset %s: its variable-length strings are corrupt (reading them "
-                "faulted)\n", file, info->path);
-        rd_tmp_cleanup();
-        fflush(NULL);
-        _exit(RD_EINPUT);
-      }
+    /* every heap reference is checked first: HDF5 would follow a corrupt one out of its buffers */
+    int checked = ptrs ? rd_h5i_vlen_check(d, file, info, st) : rd_fail(st, RD_EFAIL, "out of memory reading %s",
+                                                                            info->path);
+    if (checked != RD_OK) {
+      rc = checked;
+    } else if (H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs) < 0) {
       rc = rd_fail(st, RD_EINPUT, "%s: cannot read strings of dataset %s", file, info->path);
     } else {
       size_t total = 0;
@@ -605,7 +694,7 @@ int rd_h5_path(char *out, size_t n, const char *group, const char *name) {
   return len < 0 || (size_t)len >= n ? -1 : len;
 }
 
-static void shape_text(const rd_dsinfo *d, char *buf, size_t n) {
+void rd_h5i_shape_text(const rd_dsinfo *d, char *buf, size_t n) {
   size_t k = (size_t)snprintf(buf, n, "[");
   for (int i = 0; i < d->ndims && k < n; i++)
     k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)d->dims[i]);
@@ -616,7 +705,10 @@ int rd_h5_check_layout(hid_t f, const char *file, const char *group, const rd_h5
                        rd_h5_found *found, rd_status *st) {
   memset(found, 0, sizeof *found);
   for (int k = 0; k < RD_H5_LENS; k++) found->len[k] = -1, found->len_from[k] = -1;
-  if (!rd_h5_exists(f, group))
+  char why[900];
+  int gs = rd_h5i_link_state(f, group, why, sizeof why);
+  if (gs < 0) return broken_link(file, "group", group, why, st);
+  if (gs == 0)
     return rd_fail(st, RD_EINPUT, "%s: group %s is missing (expected the %s input layout: see docs/reference.md, "
                    "'%s input layout')", file, group, layout->kind, layout->kind);
   char p[600];
@@ -627,7 +719,9 @@ int rd_h5_check_layout(hid_t f, const char *file, const char *group, const rd_h5
     found->n = i + 1;
     if (rd_h5_path(p, sizeof p, group, ds->name) < 0)
       return rd_fail(st, RD_EINPUT, "%s: group name %s is too long", file, group);
-    if (!rd_h5_exists(f, p)) {
+    int ls = rd_h5i_link_state(f, p, why, sizeof why);
+    if (ls < 0) return broken_link(file, "dataset", p, why, st);
+    if (ls == 0) {
       if (ds->optional || (skip && skip[i])) continue;
       return rd_fail(st, RD_EINPUT, "%s: dataset %s is missing (expected %s)", file, p, ds->expect);
     }
@@ -646,8 +740,8 @@ int rd_h5_check_layout(hid_t f, const char *file, const char *group, const rd_h5
       if (d->dims[k] == found->len[l]) continue;
       const rd_dsinfo *ref = &found->info[found->len_from[l]];
       char s1[96], s2[96];
-      shape_text(d, s1, sizeof s1);
-      shape_text(ref, s2, sizeof s2);
+      rd_h5i_shape_text(d, s1, sizeof s1);
+      rd_h5i_shape_text(ref, s2, sizeof s2);
       return rd_fail(st, RD_EINPUT, "%s: %s has shape %s but %s has %s; expected the same number of %s", file, d->path,
                      s1, ref->path, s2, layout->len_names && layout->len_names[l] ? layout->len_names[l] : "entries");
     }

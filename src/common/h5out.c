@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "rmdiag/common/files.h"
+#include "rmdiag/common/h5driver.h"
 #include "rmdiag/common/signals.h"
 
 /* The file an HDF5 object belongs to, for messages ("?" when unknown; one buffer, used at once). */
@@ -21,8 +22,17 @@ static const char *file_of(hid_t obj) {
 int rd_h5_create(const char *path, hid_t *out, rd_status *st) {
   hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
   H5Pset_obj_track_times(fcpl, 0);
-  hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
+  /* the output driver (h5driver.h): write errors with their cause, and a close that cannot fail */
+  hid_t fapl = rd_h5_out_fapl();
+  if (fapl < 0) {
+    H5Pclose(fcpl);
+    return rd_fail(st, RD_EFAIL, "%s: cannot set up the HDF5 output driver", path);
+  }
+  hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, fcpl, fapl);
+  H5Pclose(fapl);
   H5Pclose(fcpl);
+  int err = rd_h5_out_open_errno();
+  if (f < 0 && err) return rd_fail(st, RD_EFAIL, "%s: cannot create the output HDF5 file: %s", path, rd_io_cause(err));
   if (f < 0) return rd_fail(st, RD_EFAIL, "%s: cannot create the output HDF5 file", path);
   *out = f;
   return RD_OK;
@@ -221,8 +231,7 @@ int rd_h5_atomic_finish(rd_h5_atomic *a, rd_status *st) {
                 "is left as it was)", a->final);
         break;
       }
-  if (a->h >= 0 && H5Fclose(a->h) < 0 && st->code == RD_OK)
-    rd_fail(st, RD_EFAIL, "%s: closing the output HDF5 file failed", a->tmp);
+  rd_h5_out_close(a->h, a->tmp, st);
   a->h = H5I_INVALID_HID;
   if (st->code == RD_OK && rename(a->tmp, a->final) != 0)
     rd_fail(st, RD_EFAIL, "cannot rename %s to %s: %s", a->tmp, a->final, strerror(errno));

@@ -104,18 +104,113 @@ static const char *type_name(const cJSON *v) {
   return "an invalid value";
 }
 
-static const char *duplicate_key(const cJSON *v) {
-  if (!v) return NULL;
-  for (const cJSON *c = v->child; c; c = c->next) {
-    if (cJSON_IsObject(v))
-      for (const cJSON *d = v->child; d != c; d = d->next)
-        if (d->string && c->string && strcmp(d->string, c->string) == 0) return c->string;
-    if (c->child) {
-      const char *k = duplicate_key(c);
-      if (k) return k;
+/* ---- duplicates in O(n log n): sort (value, position), then the runs of equal values ---------- */
+
+typedef struct str_at {
+  const char *s;
+  int64_t at;
+} str_at;
+
+static int cmp_str_at(const void *a, const void *b) {
+  const str_at *x = a, *y = b;
+  int c = strcmp(x->s, y->s);
+  return c ? c : (x->at > y->at) - (x->at < y->at);
+}
+
+/* dup[i] = the position of the first string equal to strs[i] when an earlier one is, else -1 (NULL
+ * strings are never duplicates). Returns -1 when out of memory. */
+static int mark_duplicates(const char *const *strs, int64_t n, int64_t *dup) {
+  str_at *v = malloc(sizeof *v * (size_t)(n ? n : 1));
+  if (!v) return -1;
+  int64_t m = 0;
+  for (int64_t i = 0; i < n; i++) {
+    dup[i] = -1;
+    if (strs[i]) v[m++] = (str_at){strs[i], i};
+  }
+  qsort(v, (size_t)m, sizeof *v, cmp_str_at);
+  for (int64_t i = 1, first = 0; i < m; i++) {
+    if (strcmp(v[i].s, v[first].s) != 0) first = i;
+    else dup[v[i].at] = v[first].at;
+  }
+  free(v);
+  return 0;
+}
+
+int64_t rd_first_duplicate(const char *const *strs, int64_t n, int64_t *first) {
+  int64_t *dup = malloc(sizeof(int64_t) * (size_t)(n ? n : 1)), found = -1;
+  if (!dup) {  /* no memory for the fast way: the slow one */
+    for (int64_t i = 0; i < n && found < 0; i++)
+      for (int64_t k = 0; k < i && found < 0 && strs[i]; k++)
+        if (strs[k] && strcmp(strs[k], strs[i]) == 0) found = i, *first = k;
+    return found;
+  }
+  mark_duplicates(strs, n, dup);
+  for (int64_t i = 0; i < n && found < 0; i++)
+    if (dup[i] >= 0) found = i, *first = dup[i];
+  free(dup);
+  return found;
+}
+
+static int cmp_i64_at(const void *a, const void *b) {
+  const int64_t *x = a, *y = b;
+  if (x[0] != y[0]) return x[0] < y[0] ? -1 : 1;
+  return (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+int64_t rd_first_duplicate_i64(const int64_t *vals, int64_t n, int64_t *first) {
+  int64_t *v = malloc(sizeof(int64_t) * 2 * (size_t)(n ? n : 1)), found = -1;
+  if (!v) {
+    for (int64_t i = 0; i < n && found < 0; i++)
+      for (int64_t k = 0; k < i && found < 0; k++)
+        if (vals[k] == vals[i]) found = i, *first = k;
+    return found;
+  }
+  for (int64_t i = 0; i < n; i++) v[2 * i] = vals[i], v[2 * i + 1] = i;
+  qsort(v, (size_t)n, 2 * sizeof(int64_t), cmp_i64_at);
+  /* each run of equal values, by position: its second member is a duplicate of its first */
+  for (int64_t i = 1, start = 0; i < n; i++) {
+    if (v[2 * i] != v[2 * start]) {
+      start = i;
+    } else if (i == start + 1 && (found < 0 || v[2 * i + 1] < found)) {
+      found = v[2 * i + 1];
+      *first = v[2 * start + 1];
     }
   }
-  return NULL;
+  free(v);
+  return found;
+}
+
+/* The first key, in document order (depth first), that repeats an earlier key of its own object. */
+static const char *duplicate_key(const cJSON *v) {
+  if (!v) return NULL;
+  int64_t n = 0;
+  for (const cJSON *c = v->child; c; c = c->next) n++;
+  int64_t *dup = NULL;
+  if (cJSON_IsObject(v) && n > 1) {
+    const char **keys = malloc(sizeof(char *) * (size_t)n);
+    dup = malloc(sizeof(int64_t) * (size_t)n);
+    int64_t i = 0;
+    if (keys && dup)
+      for (const cJSON *c = v->child; c; c = c->next) keys[i++] = c->string;
+    if (!keys || !dup || mark_duplicates(keys, n, dup) != 0) {
+      free(keys);
+      free(dup);
+      for (const cJSON *c = v->child; c; c = c->next)  /* no memory for the fast way: the slow one */
+        for (const cJSON *d = v->child; d != c; d = d->next)
+          if (d->string && c->string && strcmp(d->string, c->string) == 0) return c->string;
+      dup = NULL;
+    } else {
+      free(keys);
+    }
+  }
+  int64_t i = 0;
+  const char *found = NULL;
+  for (const cJSON *c = v->child; c && !found; c = c->next, i++) {
+    if (dup && dup[i] >= 0) found = c->string;
+    else if (c->child) found = duplicate_key(c);
+  }
+  free(dup);
+  return found;
 }
 
 int rd_json_no_duplicate_keys(const cJSON *v, const char *where, rd_status *st) {

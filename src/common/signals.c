@@ -108,10 +108,24 @@ void rd_commit_rollback(void) {
   commit_active = 0;
 }
 
+/* The output folder's lock file while this process holds it: removed on a signal like a temporary
+ * (the kernel releases the lock itself when the process ends). */
+static char lock_path[TMP_LEN];
+static volatile sig_atomic_t lock_held;
+
+void rd_lock_register(const char *path) {
+  lock_held = 0;
+  snprintf(lock_path, TMP_LEN, "%s", path);
+  lock_held = strlen(path) < TMP_LEN;
+}
+
+void rd_lock_unregister(void) { lock_held = 0; }
+
 void rd_tmp_cleanup(void) {
   rd_commit_rollback();
   for (int i = 0; i < TMP_SLOTS; i++)
     if (tmp_used[i]) unlink(tmp_paths[i]);
+  if (lock_held) unlink(lock_path);
   rd_made_dir_remove();  /* fails harmlessly unless empty */
 }
 
@@ -128,12 +142,15 @@ void rd_signals_install(void) {
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   /* a termination request arriving while the handler restores outputs waits for it */
-  static const int term[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGXFSZ};
+  static const int term[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
   for (size_t i = 0; i < sizeof term / sizeof term[0]; i++) sigaddset(&sa.sa_mask, term[i]);
-  /* termination requests, and faults (bus errors from a file that shrank under a mapping, file
-   * size limits): none may leave a temporary file behind */
-  static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGBUS, SIGSEGV, SIGXFSZ, SIGABRT};
+  /* termination requests, and faults (bus errors from a file that shrank under a mapping): none may
+   * leave a temporary file behind */
+  static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGBUS, SIGSEGV, SIGABRT};
   for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) sigaction(sigs[i], &sa, NULL);
+  /* a write past the file size limit (ulimit -f) fails with EFBIG instead of killing the process,
+   * so the failure is reported like a full disk (which file, what cause) and the run ends cleanly */
+  signal(SIGXFSZ, SIG_IGN);
 }
 
 void rd_tmp_register(const char *path) {

@@ -7,11 +7,13 @@
 
 #include "rmdiag/common/comm.h"
 #include "rmdiag/import/formats.h"
+#include "rmdiag/init.h"
 #include "rmdiag/kind.h"
 #include "rmdiag/common/signals.h"
 #include "rmdiag/rmdiag.h"
 #include "rmdiag/run.h"
 #include "rmdiag/version.h"
+#include "report_internal.h"
 
 typedef struct opt_def {
   const char *name;
@@ -26,6 +28,7 @@ static const opt_def run_opts[] = {
     {"--quiet", NULL, "no progress or summary lines on stderr"},
     {"--plan", NULL, "print how the jobs would be spread over the ranks (groups, order, estimated times); compute nothing"},
     {"--ranks-per-job", "N|all|auto", "ranks in each group that runs a job; auto (default) plans it from the jobs' sizes"},
+    {"--wait", NULL, "when another run is writing to the output folder, wait for it to end (else exit 2)"},
     {NULL, NULL, NULL},
 };
 
@@ -50,6 +53,10 @@ static void print_job_keys(FILE *fp, const rd_kind *k) {
   fprintf(fp, "  input\n      string; required\n      the input HDF5 file, relative to the job file's folder\n");
   fprintf(fp, "  group\n      string; default \"%s\"\n      the HDF5 group that holds the %s input layout\n",
           k->default_group, k->name);
+  fprintf(fp, "  seed\n      integer; default the file's \"seed\"; -(2^53-1)..2^53-1\n"
+              "      this job's seed (its random streams are keyed by the seed, the job's name and the purpose)\n");
+  fprintf(fp, "  sweep\n      object {KEY: [VALUE, ...], ...}; default none\n      one job per combination of the "
+              "values (named NAME.KEY-I...), summarized across seeds in NAME.summary.json\n");
 }
 
 /* `rmdiag help KIND`: every option of a kind, from its option table. */
@@ -66,9 +73,12 @@ static void print_help(FILE *fp) {
           "rmdiag %s - diagnostic reports from reward-model and foundation-model experiments\n\n"
           "usage:\n"
           "  rmdiag run JOB.json [--resume] [--force] [--backend auto|cpu|cuda] [--quiet] [--plan]\n"
-          "             [--ranks-per-job N|all|auto]\n"
+          "             [--ranks-per-job N|all|auto] [--wait]\n"
           "  rmdiag validate JOB.json      check the job file and every input's layout and values; compute nothing\n"
           "  rmdiag import FORMAT [options] -o OUT.h5\n"
+          "  rmdiag table REPORT.json [--format md|csv|tsv|latex|text] [--table NAME] [--digits N]\n"
+          "  rmdiag report PATH... -o FILE.html   one self-contained page: tables, figures, warnings\n"
+          "  rmdiag init KIND INPUT.h5 [-o JOB.json]   a job file filled from the input's layout (it validates)\n"
           "  rmdiag help [KIND | FORMAT]   every option of a report kind or an import format\n"
           "  rmdiag --version | --help     (COMMAND --help shows a command's usage)\n\n"
           "run options:\n",
@@ -88,6 +98,13 @@ static void print_help(FILE *fp) {
 
 /* `rmdiag help [TOPIC]`. */
 static int cmd_help(rd_ctx *ctx, int argc, char **argv, rd_status *st) {
+  if (argc == 3 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0)) {
+    if (ctx->out)
+      fprintf(ctx->out, "usage: rmdiag help [KIND | FORMAT]\nWithout a topic: the commands, kinds and import formats. "
+              "With a report kind: every key a job of\nthe kind may carry (type, default, range, help). With an "
+              "import format: its usage and options.\n");
+    return RD_OK;
+  }
   if (argc > 3) return rd_fail(st, RD_EINPUT, "rmdiag help takes at most one topic (a kind or an import format)");
   if (argc < 3) {
     if (ctx->out) print_help(ctx->out);
@@ -101,7 +118,7 @@ static int cmd_help(rd_ctx *ctx, int argc, char **argv, rd_status *st) {
   }
   for (const rd_import_format *const *f = rd_import_formats(); *f; f++)
     if (strcmp((*f)->name, topic) == 0) {
-      if (ctx->out) fputs((*f)->usage, ctx->out);
+      if (ctx->out) rd_import_usage(*f, ctx->out);
       return RD_OK;
     }
   char list[512];
@@ -183,6 +200,7 @@ static int cmd_run(rd_ctx *ctx, int argc, char **argv, int validate_only, rd_sta
     if (values[2]) fl.backend = values[2];
     ctx->quiet = values[3] != NULL;
     fl.plan_only = values[4] != NULL;
+    fl.wait = values[6] != NULL;
     /* the option, else $RMDIAG_RANKS_PER_JOB (a site or a test suite can fix it for every run) */
     if (!values[5] && getenv("RMDIAG_RANKS_PER_JOB") && getenv("RMDIAG_RANKS_PER_JOB")[0])
       values[5] = getenv("RMDIAG_RANKS_PER_JOB");
@@ -241,7 +259,7 @@ static int cmd_import(rd_ctx *ctx, int argc, char **argv, rd_status *st) {
   if (!rest) return rd_fail(st, RD_EFAIL, "out of memory");
   for (int i = 3; i < argc; i++) {
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      if (ctx->out) fputs(fmt->usage, ctx->out);
+      if (ctx->out) rd_import_usage(fmt, ctx->out);
       free(rest);
       return RD_OK;
     }
@@ -257,7 +275,10 @@ static int cmd_import(rd_ctx *ctx, int argc, char **argv, rd_status *st) {
   }
   if (!out) {
     free(rest);
-    return rd_fail(st, RD_EINPUT, "rmdiag import %s: missing -o OUT.h5\n%s", fmt->name, fmt->usage);
+    char *usage = rd_import_usage_text(fmt);
+    rd_fail(st, RD_EINPUT, "rmdiag import %s: missing -o OUT.h5\n%s", fmt->name, usage ? usage : "");
+    free(usage);
+    return st->code;
   }
   if (ctx->rank == 0 && check_import_output(fmt->name, out, st) == RD_OK)
     fmt->run(nrest, rest, out, ctx->err, st);
@@ -294,8 +315,15 @@ int rmdiag_main(int argc, char **argv, MPI_Comm comm, FILE *out, FILE *err) {
     cmd_run(&ctx, argc, argv, 1, &st);
   } else if (strcmp(cmd, "import") == 0) {
     cmd_import(&ctx, argc, argv, &st);
+  } else if (strcmp(cmd, "init") == 0) {
+    rd_cmd_init(&ctx, argc, argv, &st);
+  } else if (strcmp(cmd, "table") == 0) {
+    rd_cmd_table(&ctx, argc, argv, &st);
+  } else if (strcmp(cmd, "report") == 0) {
+    rd_cmd_report(&ctx, argc, argv, &st);
   } else {
-    rd_fail(&st, RD_EINPUT, "unknown command \"%s\" (expected run, validate, import, help, --version or --help)", cmd);
+    rd_fail(&st, RD_EINPUT, "unknown command \"%s\" (expected run, validate, import, init, table, report, help, "
+            "--version or --help)", cmd);
   }
   if (st.code != RD_OK && ctx.err) fprintf(ctx.err, "rmdiag: error: %s\n", st.msg);
   if (ctx.out) fflush(ctx.out);

@@ -44,6 +44,8 @@ void rd_jobfile_free(rd_jobfile *jf) {
     free(j->group);
   }
   free(jf->jobs);
+  free(jf->sweeps);
+  cJSON_Delete(jf->expanded);
   free(jf->path);
   free(jf->dir);
   free(jf->output_dir);
@@ -59,11 +61,14 @@ static const char *kind_list(char *buf, size_t len) {
   return buf;
 }
 
-static int parse_job(rd_jobfile *jf, int i, const cJSON *obj, rd_status *st) {
+static int parse_job(rd_jobfile *jf, int i, int file_index, int sweep, const cJSON *obj, rd_status *st) {
   rd_job *job = &jf->jobs[i];
   job->index = i;
+  job->file_index = file_index;
+  job->sweep = sweep;
+  job->seed = jf->seed;
   job->spec = obj;
-  snprintf(job->where.path, sizeof job->where.path, "%s: jobs[%d]", jf->path, i);
+  snprintf(job->where.path, sizeof job->where.path, "%s: jobs[%d]", jf->path, file_index);
   job->where.file = jf->path;
   if (!cJSON_IsObject(obj)) return rd_fail(st, RD_EINPUT, "%s must be an object", job->where.path);
 
@@ -74,16 +79,22 @@ static int parse_job(rd_jobfile *jf, int i, const cJSON *obj, rd_status *st) {
                    "%s: \"name\" must be a string of letters, digits, '.', '_' and '-' not starting with '.'",
                    job->where.path);
   job->name = name->valuestring;
-  snprintf(job->where.path, sizeof job->where.path, "%.400s: jobs[%d] (\"%.200s\")", jf->path, i, job->name);
-  for (int k = 0; k < i; k++)
-    if (strcmp(jf->jobs[k].name, job->name) == 0)
-      return rd_fail(st, RD_EINPUT, "%s: name \"%s\" is already used by jobs[%d]", job->where.path, job->name, k);
+  snprintf(job->where.path, sizeof job->where.path, "%.400s: jobs[%d] (\"%.200s\")", jf->path, file_index, job->name);
 
   const cJSON *kind = cJSON_GetObjectItemCaseSensitive(obj, "kind");
   char kinds[256];
   if (!kind) return rd_fail(st, RD_EINPUT, "%s: missing required key \"kind\"", job->where.path);
-  if (!cJSON_IsString(kind) || !(job->kind = rd_kind_find(kind->valuestring)))
+  if (!cJSON_IsString(kind) || !(job->kind = rd_kind_find(kind->valuestring))) {
+    const char *names[16];
+    int n = 0;
+    for (const rd_kind *const *k = rd_kinds(); *k && n < 15; k++) names[n++] = (*k)->name;
+    names[n] = NULL;
+    const char *near = cJSON_IsString(kind) ? rd_options_suggest(NULL, names, kind->valuestring) : NULL;
+    if (near)
+      return rd_fail(st, RD_EINPUT, "%s: \"kind\" = \"%s\" is not a report kind; did you mean \"%s\"? (kinds: %s)",
+                     job->where.path, kind->valuestring, near, kind_list(kinds, sizeof kinds));
     return rd_fail(st, RD_EINPUT, "%s: \"kind\" must be one of %s", job->where.path, kind_list(kinds, sizeof kinds));
+  }
 
   const char *allowed[64];
   int na = 0;
@@ -91,6 +102,7 @@ static int parse_job(rd_jobfile *jf, int i, const cJSON *obj, rd_status *st) {
   allowed[na++] = "kind";
   allowed[na++] = "input";
   allowed[na++] = "group";
+  allowed[na++] = "seed";
   allowed[na] = NULL;
   na = rd_options_keys(job->kind->options, allowed, na, 64);
   for (const cJSON *k = obj->child; k; k = k->next) {
@@ -102,6 +114,8 @@ static int parse_job(rd_jobfile *jf, int i, const cJSON *obj, rd_status *st) {
                      "lists its options)", job->where.path, k->string, job->kind->name, near, job->kind->name);
   }
   RD_TRY(rd_opt_keys(obj, allowed, &job->where, st));
+
+  RD_TRY(rd_opt_int(obj, "seed", jf->seed, -9007199254740991LL, 9007199254740991LL, &job->seed, &job->where, st));
 
   const cJSON *input = cJSON_GetObjectItemCaseSensitive(obj, "input");
   if (!input) return rd_fail(st, RD_EINPUT, "%s: missing required key \"input\"", job->where.path);
@@ -119,6 +133,113 @@ static int parse_job(rd_jobfile *jf, int i, const cJSON *obj, rd_status *st) {
   if (gl > 1 && job->group[gl - 1] == '/') job->group[gl - 1] = '\0';
   if (!job->input || !job->group) return rd_fail(st, RD_EFAIL, "out of memory");
   return job->kind->parse(job, jf, st);
+}
+
+/* ---- sweeps ------------------------------------------------------------------------------------- */
+
+int rd_sweep_position(const rd_sweep *s, int m, int k) {
+  int stride = 1;
+  for (int q = s->n_keys - 1; q > k; q--) stride *= s->n_values[q];
+  return (m / stride) % s->n_values[k];
+}
+
+/* Checks a job's "sweep" object: {KEY: [value, ...], ...}, each list non-empty; counts the jobs it
+ * expands into. Which keys a kind accepts is checked when each expanded job is parsed. */
+static int sweep_size(const rd_jobfile *jf, int fi, const cJSON *job, const cJSON *sw, int64_t *members,
+                      rd_status *st) {
+  const cJSON *name = cJSON_GetObjectItemCaseSensitive(job, "name");
+  char where[700];
+  snprintf(where, sizeof where, "%.400s: jobs[%d]%s%.200s%s", jf->path, fi, cJSON_IsString(name) ? " (\"" : "",
+           cJSON_IsString(name) ? name->valuestring : "", cJSON_IsString(name) ? "\")" : "");
+  if (!cJSON_IsObject(sw) || !sw->child)
+    return rd_fail(st, RD_EINPUT, "%s: \"sweep\" must be an object of KEY: [values...] (e.g. {\"seed\": [1, 2, 3]})",
+                   where);
+  *members = 1;
+  int nk = 0;
+  for (const cJSON *k = sw->child; k; k = k->next, nk++) {
+    if (nk >= 16) return rd_fail(st, RD_EINPUT, "%s: \"sweep\" has more than 16 keys", where);
+    if (!strcmp(k->string, "name") || !strcmp(k->string, "kind") || !strcmp(k->string, "sweep"))
+      return rd_fail(st, RD_EINPUT, "%s: \"sweep\": \"%s\" cannot be swept", where, k->string);
+    if (!cJSON_IsArray(k) || cJSON_GetArraySize(k) == 0)
+      return rd_fail(st, RD_EINPUT, "%s: \"sweep\".\"%s\" must be a non-empty list of values", where, k->string);
+    if (cJSON_GetObjectItemCaseSensitive(job, k->string))
+      return rd_fail(st, RD_EINPUT, "%s: \"%s\" is both given and swept; give it in one place", where, k->string);
+    for (const cJSON *v = k->child; v; v = v->next)
+      for (const cJSON *u = k->child; u != v; u = u->next)
+        if (cJSON_Compare(u, v, 1))
+          return rd_fail(st, RD_EINPUT, "%s: \"sweep\".\"%s\" lists a value twice", where, k->string);
+    *members *= cJSON_GetArraySize(k);
+    if (*members > 100000)
+      return rd_fail(st, RD_EINPUT, "%s: \"sweep\" expands into more than 100000 jobs", where);
+  }
+  return RD_OK;
+}
+
+/* The jobs of one sweep: the job's JSON without "sweep", each swept key set to one of its values,
+ * named NAME.KEY-I...; each is then parsed like any job. */
+static int expand_sweep(rd_jobfile *jf, int fi, const cJSON *job, const cJSON *sw, rd_status *st) {
+  rd_sweep *s = &jf->sweeps[jf->n_sweeps++];
+  const cJSON *name = cJSON_GetObjectItemCaseSensitive(job, "name");
+  if (!cJSON_IsString(name)) return parse_job(jf, jf->n_jobs, fi, -1, job, st);  /* its own message */
+  s->name = name->valuestring;
+  s->file_index = fi;
+  s->spec = sw;
+  s->first = jf->n_jobs;
+  s->n = 1;
+  for (const cJSON *k = sw->child; k; k = k->next) {
+    s->keys[s->n_keys] = k->string;
+    s->n_values[s->n_keys++] = cJSON_GetArraySize(k);
+    s->n *= cJSON_GetArraySize(k);
+  }
+  for (int m = 0; m < s->n; m++) {
+    cJSON *o = cJSON_Duplicate(job, 1);
+    if (!o) return rd_fail(st, RD_EFAIL, "out of memory");
+    cJSON_AddItemToArray(jf->expanded, o);
+    cJSON_DeleteItemFromObjectCaseSensitive(o, "sweep");
+    char nm[1024];
+    size_t len = (size_t)snprintf(nm, sizeof nm, "%s", s->name);
+    for (int k = 0; k < s->n_keys; k++) {
+      int pos = rd_sweep_position(s, m, k);
+      len += (size_t)snprintf(nm + len, len < sizeof nm ? sizeof nm - len : 0, ".%s-%d", s->keys[k], pos);
+      cJSON *v = cJSON_Duplicate(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(sw, s->keys[k]), pos), 1);
+      if (!v || !cJSON_AddItemToObject(o, s->keys[k], v)) return rd_fail(st, RD_EFAIL, "out of memory");
+    }
+    if (len >= 256)
+      return rd_fail(st, RD_EINPUT, "%s: jobs[%d] (\"%.200s\"): the names of its sweep's jobs would be longer than 255 "
+                     "bytes (%s...)", jf->path, fi, s->name, nm);
+    cJSON_ReplaceItemInObjectCaseSensitive(o, "name", cJSON_CreateString(nm));
+    jf->n_jobs++;
+    RD_TRY(parse_job(jf, jf->n_jobs - 1, fi, jf->n_sweeps - 1, o, st));
+  }
+  s->kind = jf->jobs[s->first].kind;
+  return RD_OK;
+}
+
+/* Every job's name is its own: the first name (in job order) that repeats an earlier one is an
+ * error, found by sorting (a 64 MiB file, or a sweep, holds a million jobs). */
+static int check_repeated_names(const rd_jobfile *jf, rd_status *st) {
+  const char **names = malloc(sizeof(char *) * (size_t)(jf->n_jobs ? jf->n_jobs : 1));
+  if (!names) return rd_fail(st, RD_EFAIL, "out of memory");
+  for (int j = 0; j < jf->n_jobs; j++) names[j] = jf->jobs[j].name;
+  int64_t first = -1, at = rd_first_duplicate(names, jf->n_jobs, &first);
+  free(names);
+  if (at < 0) return RD_OK;
+  const rd_job *job = &jf->jobs[at], *k = &jf->jobs[first];
+  return rd_fail(st, RD_EINPUT, "%s: name \"%s\" is already used by jobs[%d]%s", job->where.path, job->name,
+                 k->file_index, k->sweep >= 0 ? " (a job of its sweep)" : "");
+}
+
+/* A sweep's summary report NAME.summary may not share its name with a job. */
+static int check_summary_names(const rd_jobfile *jf, rd_status *st) {
+  for (int s = 0; s < jf->n_sweeps; s++) {
+    char nm[300];
+    snprintf(nm, sizeof nm, "%s.summary", jf->sweeps[s].name);
+    for (int j = 0; j < jf->n_jobs; j++)
+      if (strcmp(jf->jobs[j].name, nm) == 0)
+        return rd_fail(st, RD_EINPUT, "%s: jobs[%d] (\"%s\") has the name of the summary of the sweep of jobs[%d]",
+                       jf->path, jf->jobs[j].file_index, nm, jf->sweeps[s].file_index);
+  }
+  return RD_OK;
 }
 
 int rd_jobfile_parse(const char *path, const char *text, size_t len, rd_jobfile *jf, rd_status *st) {
@@ -147,13 +268,34 @@ int rd_jobfile_parse(const char *path, const char *text, size_t len, rd_jobfile 
   if (!jobs) return rd_fail(st, RD_EINPUT, "%s: missing required key \"jobs\"", path);
   if (!cJSON_IsArray(jobs) || cJSON_GetArraySize(jobs) == 0)
     return rd_fail(st, RD_EINPUT, "%s: \"jobs\" must be a non-empty list of job objects", path);
-  int n = cJSON_GetArraySize(jobs);
-  jf->jobs = calloc((size_t)n, sizeof *jf->jobs);
-  if (!jf->jobs) return rd_fail(st, RD_EFAIL, "out of memory");
-  int i = 0;
-  for (const cJSON *j = jobs->child; j; j = j->next, i++) {
-    jf->n_jobs = i + 1;
-    RD_TRY(parse_job(jf, i, j, st));
+  /* sweeps first: the number of jobs they expand into */
+  int n = 0, n_sweeps = 0, fi = 0;
+  for (const cJSON *j = jobs->child; j; j = j->next, fi++) {
+    const cJSON *sw = cJSON_IsObject(j) ? cJSON_GetObjectItemCaseSensitive(j, "sweep") : NULL;
+    if (!sw) {
+      n++;
+      continue;
+    }
+    int64_t members = 0;
+    RD_TRY(sweep_size(jf, fi, j, sw, &members, st));
+    n += (int)members;
+    n_sweeps++;
   }
-  return RD_OK;
+  if (n > 1000000) return rd_fail(st, RD_EINPUT, "%s: the sweeps expand into %d jobs (at most 1000000)", path, n);
+  jf->jobs = calloc((size_t)n, sizeof *jf->jobs);
+  jf->sweeps = calloc((size_t)(n_sweeps ? n_sweeps : 1), sizeof *jf->sweeps);
+  jf->expanded = cJSON_CreateArray();
+  if (!jf->jobs || !jf->sweeps || !jf->expanded) return rd_fail(st, RD_EFAIL, "out of memory");
+  fi = 0;
+  for (const cJSON *j = jobs->child; j; j = j->next, fi++) {
+    const cJSON *sw = cJSON_IsObject(j) ? cJSON_GetObjectItemCaseSensitive(j, "sweep") : NULL;
+    if (sw) {
+      RD_TRY(expand_sweep(jf, fi, j, sw, st));
+      continue;
+    }
+    jf->n_jobs++;
+    RD_TRY(parse_job(jf, jf->n_jobs - 1, fi, -1, j, st));
+  }
+  RD_TRY(check_repeated_names(jf, st));
+  return check_summary_names(jf, st);
 }

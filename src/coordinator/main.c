@@ -5,6 +5,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "rmdiag/rmdiag.h"
 
@@ -14,10 +18,15 @@
  * keeps no session directory: every isolated singleton on a host would share one, and one
  * process removing it as another starts makes the second fail. The user's own settings win;
  * other MPIs ignore these. */
-static void singleton_defaults(void) {
+static int under_launcher(void) {
   static const char *const launcher_vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", NULL};
   for (const char *const *v = launcher_vars; *v; v++)
-    if (getenv(*v)) return;
+    if (getenv(*v)) return 1;
+  return 0;
+}
+
+static void singleton_defaults(void) {
+  if (under_launcher()) return;
   setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
   setenv("OMPI_MCA_pml", "ob1", 0);
   setenv("OMPI_MCA_orte_create_session_dirs", "0", 0);
@@ -33,9 +42,22 @@ static void blas_one_thread(void) {
   if (blas_thread_shutdown_) blas_thread_shutdown_();
 }
 
+/* A rank started by a launcher ends with it: if mpiexec (or the step daemon under srun) is killed,
+ * each rank gets SIGTERM, whose handler removes its temporary files as for any terminated run,
+ * instead of going on with its jobs unsupervised until MPI notices. A process started by hand
+ * outlives its shell as any program does. */
+static void end_with_launcher(void) {
+#ifdef __linux__
+  if (!under_launcher()) return;
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() == 1) raise(SIGTERM); /* the launcher was gone before the request took effect */
+#endif
+}
+
 int main(int argc, char **argv) {
   blas_one_thread();
   singleton_defaults();
+  end_with_launcher();
   /* HDF5 never uses MPI-IO's shared file pointers; Open MPI's "sm" component for them keeps a file
    * in the session directory, which isolated singletons lack and which every MPI-IO open on a
    * sub-communicator complains about. The user's own setting wins; other MPIs ignore it. */

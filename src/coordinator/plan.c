@@ -1,4 +1,4 @@
-/* Planning a job file over the ranks (see plan.h): cost model, group width, hand-out order. */
+/* Planning a job file over the ranks (see plan.h): cost model, candidate groups, hand-out order. */
 #include "rmdiag/plan.h"
 
 #include <math.h>
@@ -26,27 +26,128 @@ double rd_cost_on(const rd_job_cost *c, int ranks) {
   return c->seconds * (s + (1.0 - s) / useful) + (w > 1 ? COLLECTIVE_S * log2((double)w) : 0.0);
 }
 
-void rd_plan_group_span(const rd_plan *plan, int group, int *first, int *size) {
-  /* n_groups groups of `width` ranks; the world % width extra ranks go one each to the last groups */
-  int extra = plan->world - plan->n_groups * plan->width;
-  int plain = plan->n_groups - extra;  /* groups of exactly `width` ranks come first */
-  if (group < plain) {
-    *first = group * plan->width;
-    *size = plan->width;
-  } else {
-    *first = plain * plan->width + (group - plain) * (plan->width + 1);
-    *size = plan->width + 1;
-  }
+int rd_plan_alloc(rd_plan *plan, int n, int g) {
+  plan->order = malloc(sizeof(int) * (size_t)(n ? n : 1));
+  plan->est = calloc((size_t)(n ? n : 1), sizeof(double));
+  plan->group_first = malloc(sizeof(int) * (size_t)(g ? g : 1));
+  plan->group_size = malloc(sizeof(int) * (size_t)(g ? g : 1));
+  plan->group_wide = malloc(sizeof(int) * (size_t)(g ? g : 1));
+  return plan->order && plan->est && plan->group_first && plan->group_size && plan->group_wide ? 0 : -1;
+}
+
+void rd_plan_free(rd_plan *plan) {
+  free(plan->order);
+  free(plan->est);
+  free(plan->group_first);
+  free(plan->group_size);
+  free(plan->group_wide);
+  memset(plan, 0, sizeof *plan);
 }
 
 int rd_plan_group_of(const rd_plan *plan, int rank) {
-  for (int g = 0; g < plan->n_groups; g++) {
-    int first, size;
-    rd_plan_group_span(plan, g, &first, &size);
-    if (rank < first + size) return g;
-  }
+  for (int g = 0; g < plan->n_groups; g++)
+    if (rank < plan->group_first[g] + plan->group_size[g]) return g;
   return plan->n_groups - 1;
 }
+
+int rd_plan_max_width(const rd_plan *plan) {
+  int w = 1;
+  for (int g = 0; g < plan->n_groups; g++)
+    if (plan->group_size[g] > w) w = plan->group_size[g];
+  return w;
+}
+
+/* ---- candidate groups ------------------------------------------------------------------------ */
+
+/* A set of groups: world / width groups of as equal sizes as can be (the last ones one rank more),
+ * or n_wide groups of `wide` ranks followed by single ranks. */
+typedef struct layout {
+  int n_groups, n_wide;
+  int *first, *size, *wide;
+} layout;
+
+static void layout_uniform(layout *l, int world, int width) {
+  int n = world / width, base = world / n, extra = world % n, r = 0;
+  l->n_groups = l->n_wide = n;
+  for (int g = 0; g < n; g++) {
+    l->first[g] = r;
+    l->size[g] = base + (g >= n - extra ? 1 : 0);
+    l->wide[g] = 1;
+    r += l->size[g];
+  }
+}
+
+static void layout_tiers(layout *l, int world, int wide, int n_wide) {
+  int r = 0;
+  l->n_groups = l->n_wide = n_wide;
+  for (int g = 0; g < n_wide; g++, r += wide) {
+    l->first[g] = r;
+    l->size[g] = wide;
+    l->wide[g] = 1;
+  }
+  for (; r < world; r++, l->n_groups++) {
+    l->first[l->n_groups] = r;
+    l->size[l->n_groups] = 1;
+    l->wide[l->n_groups] = 0;
+  }
+}
+
+/* ---- simulating the hand-out ------------------------------------------------------------------- */
+
+/* A min-heap of groups by the time they free up (ties: the lower group). */
+typedef struct heap {
+  int n;
+  int *g;
+  const double *t;
+} heap;
+
+static int before(const heap *h, int a, int b) { return h->t[a] < h->t[b] || (h->t[a] == h->t[b] && a < b); }
+
+static void heap_down(heap *h, int i) {
+  for (;;) {
+    int l = 2 * i + 1, r = l + 1, m = i;
+    if (l < h->n && before(h, h->g[l], h->g[m])) m = l;
+    if (r < h->n && before(h, h->g[r], h->g[m])) m = r;
+    if (m == i) return;
+    int x = h->g[i];
+    h->g[i] = h->g[m];
+    h->g[m] = x;
+    i = m;
+  }
+}
+
+static void heap_build(heap *h) {
+  for (int i = h->n / 2 - 1; i >= 0; i--) heap_down(h, i);
+}
+
+/* The estimated makespan of handing `order` out to the groups of `l`: whenever a group frees up
+ * it takes the next large job (wide groups, while any is left) or the next other job. */
+static double simulate(const layout *l, const rd_job_cost *costs, const int *order, int n_run, int n_large,
+                       double *free_at, int *hw, int *hn) {
+  heap w = {0, hw, free_at}, nw = {0, hn, free_at};
+  for (int g = 0; g < l->n_groups; g++) {
+    free_at[g] = 0.0;
+    if (l->wide[g]) w.g[w.n++] = g;
+    else nw.g[nw.n++] = g;
+  }
+  heap_build(&w);
+  heap_build(&nw);
+  int big = 0, small = n_large;
+  double end = 0.0;
+  while (big < n_large || small < n_run) {
+    int use_wide = w.n > 0 && (nw.n == 0 || small >= n_run || before(&w, w.g[0], nw.g[0]));
+    if (!use_wide && (nw.n == 0 || small >= n_run)) return INFINITY;  /* large jobs and no wide group */
+    heap *h = use_wide ? &w : &nw;
+    int g = h->g[0];
+    int job = use_wide && big < n_large ? order[big++] : order[small++];
+    free_at[g] += rd_cost_on(&costs[job], l->size[g]) + JOB_OVERHEAD_S;
+    if (free_at[g] > end) end = free_at[g];
+    heap_down(h, 0);
+  }
+  return end;
+}
+
+/* ---- the plan ---------------------------------------------------------------------------------- */
 
 static const rd_job_cost *sort_costs;
 static int by_cost_desc(const void *a, const void *b) {
@@ -56,72 +157,90 @@ static int by_cost_desc(const void *a, const void *b) {
   return i - j;  /* ties in job-file order */
 }
 
-/* The estimated makespan of handing `order` out to the groups of `plan` (width and n_groups set):
- * each job goes to the group that frees up first (the lowest group on a tie). */
-static double simulate(const rd_plan *plan, const rd_job_cost *costs, const int *order, int n_run, double *free_at) {
-  for (int g = 0; g < plan->n_groups; g++) free_at[g] = 0.0;
-  double end = 0.0;
-  for (int i = 0; i < n_run; i++) {
-    int best = 0;
-    for (int g = 1; g < plan->n_groups; g++)
-      if (free_at[g] < free_at[best]) best = g;
-    int first, size;
-    rd_plan_group_span(plan, best, &first, &size);
-    free_at[best] += rd_cost_on(&costs[order[i]], size) + JOB_OVERHEAD_S;
-    if (free_at[best] > end) end = free_at[best];
+typedef struct search {
+  const rd_job_cost *costs;
+  rd_plan *plan;
+  layout trial, best;
+  double best_m;
+  int best_large;
+  double *free_at;
+  int *hw, *hn;
+} search;
+
+static void consider(search *s, int n_large, int required) {
+  double m = simulate(&s->trial, s->costs, s->plan->order, s->plan->n_run, n_large, s->free_at, s->hw, s->hn);
+  /* a clear gain (2 %) is needed to leave the first candidate (one group of all ranks) */
+  if (!required && !(m < s->best_m * 0.98)) return;
+  s->best_m = m;
+  s->best_large = n_large;
+  s->best.n_groups = s->trial.n_groups;
+  s->best.n_wide = s->trial.n_wide;
+  memcpy(s->best.first, s->trial.first, sizeof(int) * (size_t)s->trial.n_groups);
+  memcpy(s->best.size, s->trial.size, sizeof(int) * (size_t)s->trial.n_groups);
+  memcpy(s->best.wide, s->trial.wide, sizeof(int) * (size_t)s->trial.n_groups);
+}
+
+static void search_candidates(search *s, int world, int fixed) {
+  int n_run = s->plan->n_run;
+  layout_uniform(&s->trial, world, fixed > 0 ? (fixed < world ? fixed : world) : world);
+  consider(s, 0, 1);
+  if (fixed > 0) return;
+  for (int w = 1; w < world; w *= 2) {  /* equal widths: every power of two */
+    layout_uniform(&s->trial, world, w);
+    if (s->trial.n_groups <= n_run) consider(s, 0, 0);
   }
-  return end;
+  for (int k = 2; k <= 16 && world / k >= 1; k++) {  /* and world / k */
+    layout_uniform(&s->trial, world, world / k);
+    if (s->trial.n_groups <= n_run) consider(s, 0, 0);
+  }
+  /* two tiers: n_wide groups of `wide` ranks for the n_large largest jobs, single ranks for the rest */
+  for (int wide = 2; wide < world; wide *= 2)
+    for (int n_wide = 1; n_wide * wide < world; n_wide *= 2) {
+      layout_tiers(&s->trial, world, wide, n_wide);
+      for (int n_large = 1; n_large < n_run; n_large *= 2) consider(s, n_large, 0);
+    }
 }
 
 static int plan_make(const rd_job_cost *costs, const int *run, int n, int world, int fixed, rd_plan *plan) {
   memset(plan, 0, sizeof *plan);
   plan->world = world < 1 ? 1 : world;
-  plan->order = malloc(sizeof(int) * (size_t)(n ? n : 1));
-  plan->est = calloc((size_t)(n ? n : 1), sizeof(double));
-  double *free_at = malloc(sizeof(double) * (size_t)plan->world);
-  if (!plan->order || !plan->est || !free_at) {
-    free(free_at);
+  int w = plan->world;
+  search s = {.costs = costs, .plan = plan, .best_m = INFINITY};
+  int *buf = malloc(sizeof(int) * (size_t)w * 8);
+  s.free_at = malloc(sizeof(double) * (size_t)w);
+  if (rd_plan_alloc(plan, n, w) != 0 || !buf || !s.free_at) {
+    free(buf);
+    free(s.free_at);
     rd_plan_free(plan);
     return -1;
   }
+  s.trial = (layout){0, 0, buf, buf + w, buf + 2 * w};
+  s.best = (layout){0, 0, buf + 3 * w, buf + 4 * w, buf + 5 * w};
+  s.hw = buf + 6 * w;
+  s.hn = buf + 7 * w;
   for (int j = 0; j < n; j++)
     if (run[j]) plan->order[plan->n_run++] = j;
   sort_costs = costs;
   qsort(plan->order, (size_t)plan->n_run, sizeof(int), by_cost_desc);
   sort_costs = NULL;
-  /* candidates: one group of all ranks (the reference), every power of two, and world / k */
-  int cand[64], nc = 0;
-  cand[nc++] = fixed > 0 ? (fixed < plan->world ? fixed : plan->world) : plan->world;
-  for (int w = 1; !fixed && w < plan->world && nc < 40; w *= 2) cand[nc++] = w;
-  for (int k = 2; !fixed && k <= 16 && nc < 64; k++)
-    if (plan->world / k >= 1) cand[nc++] = plan->world / k;
-  double best = INFINITY;
-  int best_w = plan->world;
-  for (int c = 0; c < nc; c++) {
-    rd_plan trial = *plan;
-    trial.width = cand[c];
-    trial.n_groups = plan->world / cand[c];
-    if (c > 0 && trial.n_groups > plan->n_run && plan->n_run > 0) continue;  /* groups that would never get a job */
-    double m = simulate(&trial, costs, plan->order, plan->n_run, free_at);
-    /* a clear gain (2 %) is needed to leave one group of all ranks: it is the simplest plan */
-    if (c == 0 || m < best * 0.98) {
-      best = m;
-      best_w = cand[c];
-    }
-  }
-  plan->width = best_w;
-  plan->n_groups = plan->world / best_w;
-  plan->makespan = best;
-  rd_plan sequential = *plan;
-  sequential.width = plan->world;
-  sequential.n_groups = 1;
-  plan->sequential = simulate(&sequential, costs, plan->order, plan->n_run, free_at);
-  for (int i = 0; i < plan->n_run; i++) {
-    int first, size;
-    rd_plan_group_span(plan, 0, &first, &size);
-    plan->est[plan->order[i]] = rd_cost_on(&costs[plan->order[i]], plan->width);
-  }
-  free(free_at);
+  search_candidates(&s, w, fixed);
+  plan->makespan = s.best_m;
+  plan->n_large = s.best_large;
+  plan->n_groups = s.best.n_groups;
+  memcpy(plan->group_first, s.best.first, sizeof(int) * (size_t)plan->n_groups);
+  memcpy(plan->group_size, s.best.size, sizeof(int) * (size_t)plan->n_groups);
+  memcpy(plan->group_wide, s.best.wide, sizeof(int) * (size_t)plan->n_groups);
+  layout_uniform(&s.trial, w, w);
+  plan->sequential = simulate(&s.trial, costs, plan->order, plan->n_run, 0, s.free_at, s.hw, s.hn);
+  /* each job's estimate on the width it is planned for: large jobs on the widest groups, the
+   * others on the narrowest */
+  int widest = rd_plan_max_width(plan), narrowest = widest;
+  for (int g = 0; g < plan->n_groups; g++)
+    if (plan->group_size[g] < narrowest) narrowest = plan->group_size[g];
+  for (int i = 0; i < plan->n_run; i++)
+    plan->est[plan->order[i]] = rd_cost_on(&costs[plan->order[i]], i < plan->n_large ? widest : narrowest);
+  free(buf);
+  free(s.free_at);
   return 0;
 }
 
@@ -131,10 +250,4 @@ int rd_plan_make(const rd_job_cost *costs, const int *run, int n, int world, rd_
 
 int rd_plan_make_width(const rd_job_cost *costs, const int *run, int n, int world, int width, rd_plan *plan) {
   return plan_make(costs, run, n, world, width < 1 ? 1 : width, plan);
-}
-
-void rd_plan_free(rd_plan *plan) {
-  free(plan->order);
-  free(plan->est);
-  memset(plan, 0, sizeof *plan);
 }

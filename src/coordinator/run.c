@@ -1,6 +1,6 @@
-/* The run and validate commands: read the job file once, check every job and input before
- * computing anything, plan the jobs over the ranks, then run them (on rank groups when that is
- * faster) and write each report atomically. */
+/* The run and validate commands: read the job file once, claim the output folder (one run at a
+ * time), check every job and input before computing anything, plan the jobs over the ranks, then
+ * run them (on rank groups when that is faster) and write each report atomically. */
 #include "rmdiag/run.h"
 
 #include <errno.h>
@@ -94,27 +94,28 @@ static int make_plan(const rd_ctx *ctx, const rd_jobfile *jf, const job_plan *pl
     /* validate plans every job (its checks run on the groups); run only those it writes */
     run[j] = validate_only || plans[j].action == RD_OUT_WRITE;
   }
-  int head[3] = {0, 0, 0};
+  int head[4] = {0, 0, 0, 0};
   if (ctx->rank == 0) {
     int rc = fl->ranks_per_job == 0 ? rd_plan_make(costs, run, n, ctx->size, plan)
              : rd_plan_make_width(costs, run, n, ctx->size, fl->ranks_per_job < 0 ? ctx->size : fl->ranks_per_job, plan);
     if (rc != 0) rd_fail(st, RD_EFAIL, "out of memory planning the jobs");
-    else head[0] = plan->n_run, head[1] = plan->width, head[2] = plan->n_groups;
+    else head[0] = plan->n_run, head[1] = plan->n_large, head[2] = plan->n_groups;
   }
   free(costs);
   free(run);
   if (rd_share_status(ctx, st, 0) != RD_OK) return st->code;
-  RD_MPI_CHECK(ctx, MPI_Bcast(head, 3, MPI_INT, 0, ctx->comm));
+  RD_MPI_CHECK(ctx, MPI_Bcast(head, 4, MPI_INT, 0, ctx->comm));
   if (ctx->rank != 0) {
     plan->n_run = head[0];
-    plan->width = head[1];
+    plan->n_large = head[1];
     plan->n_groups = head[2];
     plan->world = ctx->size;
-    plan->order = malloc(sizeof(int) * (size_t)(n ? n : 1));
-    plan->est = malloc(sizeof(double) * (size_t)(n ? n : 1));
-    if (!plan->order || !plan->est) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+    if (rd_plan_alloc(plan, n, plan->n_groups) != 0) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
   }
   RD_MPI_CHECK(ctx, MPI_Bcast(plan->order, plan->n_run, MPI_INT, 0, ctx->comm));
+  RD_MPI_CHECK(ctx, MPI_Bcast(plan->group_first, plan->n_groups, MPI_INT, 0, ctx->comm));
+  RD_MPI_CHECK(ctx, MPI_Bcast(plan->group_size, plan->n_groups, MPI_INT, 0, ctx->comm));
+  RD_MPI_CHECK(ctx, MPI_Bcast(plan->group_wide, plan->n_groups, MPI_INT, 0, ctx->comm));
   RD_MPI_CHECK(ctx, MPI_Bcast(plan->est, n, MPI_DOUBLE, 0, ctx->comm));
   RD_MPI_CHECK(ctx, MPI_Bcast(&plan->makespan, 1, MPI_DOUBLE, 0, ctx->comm));
   return RD_OK;
@@ -126,24 +127,35 @@ static void print_plan(FILE *fp, const rd_jobfile *jf, const job_plan *plans, co
   for (int j = 0; j < jf->n_jobs; j++) skipped += plans[j].action == RD_OUT_SKIP;
   fprintf(fp, "plan for %s: %d job%s to run (%d up to date) on %d rank%s\n", jf->path, plan->n_run,
           plan->n_run == 1 ? "" : "s", skipped, plan->world, plan->world == 1 ? "" : "s");
+  int n_wide = 0, widest = rd_plan_max_width(plan), narrow = 0;
+  for (int g = 0; g < plan->n_groups; g++) n_wide += plan->group_wide[g], narrow += !plan->group_wide[g];
   if (plan->n_groups <= 1)
     fprintf(fp, "groups: one group of all %d ranks; the jobs run one after another in job-file order\n", plan->world);
-  else
+  else if (narrow == 0)
     fprintf(fp, "groups: %d groups of %d rank%s%s; the next job (largest estimate first) goes to whichever group "
-            "frees up\n", plan->n_groups, plan->width, plan->width == 1 ? "" : "s",
-            plan->world % plan->width ? " (the last groups one more)" : "");
+            "frees up\n", plan->n_groups, plan->world / plan->n_groups, plan->world / plan->n_groups == 1 ? "" : "s",
+            plan->world % plan->n_groups ? " (the last groups one more)" : "");
+  else
+    fprintf(fp, "groups: %d group%s of %d ranks for the %d largest job%s (then the others), and %d single rank%s for "
+            "the others; the next job goes to whichever group frees up\n", n_wide, n_wide == 1 ? "" : "s", widest,
+            plan->n_large, plan->n_large == 1 ? "" : "s", narrow, narrow == 1 ? "" : "s");
   fprintf(fp, "estimated time: %.2f s (one group of all ranks, one job after another: %.2f s)\n", plan->makespan,
           plan->sequential);
-  fprintf(fp, "%5s  %-32s %-10s %12s %10s %s\n", "order", "job", "kind", "input MB", "est. s", "ranks useful");
+  fprintf(fp, "%5s  %-32s %-10s %12s %10s %12s %s\n", "order", "job", "kind", "input MB", "est. s", "ranks useful",
+          "groups");
   for (int i = 0, k = 0; i < plan->n_run; i++) {
     int j = plan->order[i];
     if (plan->n_groups <= 1) {  /* one group runs them in job-file order */
       while (plans[k].action != RD_OUT_WRITE) k++;
       j = k++;
     }
-    fprintf(fp, "%5d  %-32.32s %-10s %12.1f %10.3f %d\n", i + 1, jf->jobs[j].name, jf->jobs[j].kind->name,
-            (double)plans[j].in.bytes / 1e6, plan->est[j], plans[j].cost.max_ranks);
+    fprintf(fp, "%5d  %-32.32s %-10s %12.1f %10.3f %12d %s\n", i + 1, jf->jobs[j].name, jf->jobs[j].kind->name,
+            (double)plans[j].in.bytes / 1e6, plan->est[j], plans[j].cost.max_ranks,
+            plan->n_groups <= 1 ? "all ranks" : narrow == 0 || i < plan->n_large ? "wide first" : "any");
   }
+  for (int s = 0; s < jf->n_sweeps; s++)
+    fprintf(fp, "sweep %s: %d jobs (%s.%s-0 ...), summarized in %s.summary.json\n", jf->sweeps[s].name,
+            jf->sweeps[s].n, jf->sweeps[s].name, jf->sweeps[s].keys[0], jf->sweeps[s].name);
   fprintf(fp, "(estimates from input sizes and options; nothing was computed)\n");
 }
 
@@ -151,18 +163,25 @@ int rd_cmd_run(rd_ctx *ctx, const char *jobpath, const rd_run_flags *fl, rd_stat
   rd_jobfile jf;
   memset(&jf, 0, sizeof jf);
   job_plan *plans = NULL;
+  sweep_plan *sweeps = NULL;
   rd_plan plan;
   memset(&plan, 0, sizeof plan);
   rd_ctx group;
   memset(&group, 0, sizeof group);
   char backend_info[512] = "cpu";
   int made_dir = 0, checks_only = fl->validate_only || fl->plan_only;
+  rd_dir_lock lock = {.fd = -1};
   if (load_jobfile(ctx, jobpath, &jf, st) != RD_OK) goto done;
+  /* the output folder is this run's alone before its outputs are looked at */
+  if (!checks_only && run_claim_output_dir(ctx, &jf, fl, &lock, &made_dir, st) != RD_OK) goto done;
   plans = calloc((size_t)jf.n_jobs, sizeof *plans);
   if (!plans) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
   if (!checks_only && select_backend(ctx, fl->backend, backend_info, sizeof backend_info, st) != RD_OK) goto done;
   if (checks_only) ctx->backend = &rd_backend_cpu;
   if (run_check_jobs(ctx, &jf, fl, plans, st) != RD_OK) goto done;
+  sweeps = calloc((size_t)(jf.n_sweeps ? jf.n_sweeps : 1), sizeof *sweeps);
+  if (!sweeps) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+  if (!fl->validate_only && run_sweeps_decide(ctx, &jf, fl, plans, sweeps, st) != RD_OK) goto done;
   if (make_plan(ctx, &jf, plans, fl, &plan, st) != RD_OK) goto done;
   if (fl->plan_only) {
     if (ctx->out) print_plan(ctx->out, &jf, plans, &plan);
@@ -180,13 +199,15 @@ int rd_cmd_run(rd_ctx *ctx, const char *jobpath, const rd_run_flags *fl, rd_stat
               jf.n_jobs == 1 ? "" : "s");
     goto done;
   }
-  if (plan.n_run > 0 && ctx->rank == 0) {
-    made_dir = 1;  /* rd_mkdirs remembers the folders it creates (none when all exist) */
-    rd_mkdirs(jf.output_dir, st);
-  }
-  if (rd_share_status(ctx, st, 0) != RD_OK) goto done;
   run_schedule(ctx, &jf, plans, &plan, backend_info, st);
+  if (jf.n_sweeps > 0) {
+    rd_status sst;
+    rd_status_init(&sst);
+    run_sweeps_summarize(ctx, &jf, plans, sweeps, &sst);
+    if (rd_share_status(ctx, &sst, 0) != RD_OK && st->code == RD_OK) *st = sst;
+  }
 done:
+  rd_dir_lock_drop(&lock);
   /* a failed run leaves none of the folders it created (as far as they are empty); a finished one
    * keeps them */
   if (st->code != RD_OK && made_dir) rd_made_dir_remove();
@@ -194,6 +215,7 @@ done:
   run_groups_free(&group);
   if (ctx->backend && ctx->backend != &rd_backend_cpu) ctx->backend->fini();
   rd_plan_free(&plan);
+  sweep_plans_free(sweeps, jf.n_sweeps);
   job_plans_free(plans, jf.n_jobs);
   rd_jobfile_free(&jf);
   return st->code;

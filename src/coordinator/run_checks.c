@@ -1,13 +1,47 @@
-/* Checking every job before anything is computed: the input files, their layouts, where the
+/* Checking every job before anything is computed: the output folder is this run's alone (its
+ * lock, and what interrupted runs left there cleaned up), the input files, their layouts, where the
  * outputs go, what --resume / --force decide, and (for validate and multi-job files) every value
  * the jobs would check. Any error ends the run with exit 2 and nothing written. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "rmdiag/kind.h"
 #include "run_internal.h"
+
+/* A barrier that sleeps instead of spinning: the other ranks wait here while rank 0 waits for the
+ * output folder (run --wait), which may take hours. */
+static void barrier_sleeping(const rd_ctx *ctx) {
+  MPI_Request req;
+  RD_MPI_CHECK(ctx, MPI_Ibarrier(ctx->comm, &req));
+  for (int done = 0;;) {
+    RD_MPI_CHECK(ctx, MPI_Test(&req, &done, MPI_STATUS_IGNORE));
+    if (done) break;
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+int run_claim_output_dir(const rd_ctx *ctx, const rd_jobfile *jf, const rd_run_flags *fl, rd_dir_lock *lock,
+                         int *made_dir, rd_status *st) {
+  lock->fd = -1;
+  lock->path = NULL;
+  if (ctx->rank == 0) {
+    FILE *log = ctx->quiet ? NULL : ctx->err;
+    *made_dir = 1;  /* rd_mkdirs remembers the folders it creates (none when all exist) */
+    if (rd_mkdirs(jf->output_dir, st) == RD_OK && rd_dir_lock_take(jf->output_dir, fl->wait, log, lock, st) == RD_OK) {
+      const char **names = malloc(sizeof(char *) * (size_t)jf->n_jobs);
+      if (!names) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+      for (int i = 0; i < jf->n_jobs; i++) names[i] = jf->jobs[i].name;
+      rd_outputs_recover(jf->output_dir, names, jf->n_jobs, lock->fd >= 0, log);
+      free(names);
+    }
+  }
+  if (fl->wait) barrier_sleeping(ctx);
+  return rd_share_status(ctx, st, 0);
+}
 
 void job_plans_free(job_plan *p, int n) {
   for (int i = 0; p && i < n; i++) {
@@ -25,13 +59,13 @@ static char *out_path(const rd_jobfile *jf, const char *name, const char *ext) {
   return p;
 }
 
-/* Rank 0 resolves the input (real path, size, mtime) and the spec hash; every rank then opens the
- * file rank 0 resolved (ranks may start in different folders). */
+/* Rank 0 resolves the input (real path, size, mtime); every rank then opens the file rank 0 resolved
+ * (ranks may start in different folders). */
 static int resolve_input(const rd_ctx *ctx, rd_job *job, const rd_jobfile *jf, job_plan *p, rd_status *st) {
   if (ctx->rank == 0) {
     char key[300];
-    snprintf(key, sizeof key, "jobs[%d] (\"%s\").input", job->index, job->name);
-    if (rd_input_stat_get(job->input, jf->path, key, &p->in, st) == RD_OK) rd_spec_sha256(job, jf, &p->in, p->spec, st);
+    snprintf(key, sizeof key, "jobs[%d] (\"%s\").input", job->file_index, job->name);
+    rd_input_stat_get(job->input, jf->path, key, &p->in, st);
   }
   if (rd_share_status(ctx, st, 0) != RD_OK) return st->code;
   long long len = ctx->rank == 0 ? (long long)strlen(p->in.path) : 0;
@@ -41,12 +75,21 @@ static int resolve_input(const rd_ctx *ctx, rd_job *job, const rd_jobfile *jf, j
   rd_bcast_bytes(ctx, real, (size_t)len + 1, 0);
   free(job->input);
   job->input = real;
-  /* every rank may lead the group that runs the job: each needs its input's identity and spec */
-  rd_bcast_bytes(ctx, p->spec, sizeof p->spec, 0);
+  /* every rank may lead the group that runs the job: each needs its input's identity */
   long long bytes = (long long)p->in.bytes;
   RD_MPI_CHECK(ctx, MPI_Bcast(&bytes, 1, MPI_LONG_LONG, 0, ctx->comm));
   p->in.bytes = bytes;
   if (ctx->rank != 0 && !(p->in.path = strdup(real))) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+  return RD_OK;
+}
+
+/* Rank 0 hashes the job's spec once its kind has validated the input, which may fill option defaults
+ * from the input (benchmark's scheme from the input's source attribute): the spec covers the options
+ * the report states. Every rank receives it. */
+static int job_spec(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, job_plan *p, rd_status *st) {
+  if (ctx->rank == 0) rd_spec_sha256(job, jf, &p->in, p->spec, st);
+  if (rd_share_status(ctx, st, 0) != RD_OK) return st->code;
+  rd_bcast_bytes(ctx, p->spec, sizeof p->spec, 0);
   return RD_OK;
 }
 
@@ -77,12 +120,13 @@ static int check_output_paths(rd_jobfile *jf, job_plan *plans, rd_status *st) {
       file_id out = id_of(outs[o]);
       if (!out.ok) continue;
       if (same_file(out, jobfile))
-        rd_fail(st, RD_EINPUT, "%s: jobs[%d] (\"%s\") would write its report over the job file %s", jf->path, i,
-                jf->jobs[i].name, outs[o]);
+        rd_fail(st, RD_EINPUT, "%s: jobs[%d] (\"%s\") would write its report over the job file %s", jf->path,
+                jf->jobs[i].file_index, jf->jobs[i].name, outs[o]);
       for (int k = 0; k < jf->n_jobs && st->code == RD_OK; k++)
         if (same_file(out, inputs[k]))
           rd_fail(st, RD_EINPUT, "%s: jobs[%d] (\"%s\") would write %s over the input of jobs[%d]; choose another "
-                  "output_dir or name", jf->path, i, jf->jobs[i].name, outs[o], k);
+                  "output_dir or name", jf->path, jf->jobs[i].file_index, jf->jobs[i].name, outs[o],
+                  jf->jobs[k].file_index);
     }
   }
   free(inputs);
@@ -94,6 +138,7 @@ int run_check_jobs(const rd_ctx *ctx, rd_jobfile *jf, const rd_run_flags *fl, jo
     rd_job *job = &jf->jobs[i];
     RD_TRY(resolve_input(ctx, job, jf, &plans[i], st));
     if (job->kind->validate(ctx, job, jf, st) != RD_OK) return st->code;
+    RD_TRY(job_spec(ctx, job, jf, &plans[i], st));
     /* the plan's estimate of the job's cost (rank 0, the layout known to be right) */
     if (ctx->rank == 0) {
       plans[i].cost = rd_cost_default(plans[i].in.bytes);
@@ -111,6 +156,7 @@ int run_check_jobs(const rd_ctx *ctx, rd_jobfile *jf, const rd_run_flags *fl, jo
   if (rd_share_status(ctx, st, 0) != RD_OK) return st->code;
   for (int i = 0; i < jf->n_jobs; i++) {
     job_plan *p = &plans[i];
+    p->force = fl->force;
     if (ctx->rank == 0) rd_output_decide(p->json_path, p->h5_path, p->spec, fl->resume, fl->force, &p->action, st);
     if (rd_share_status(ctx, st, 0) != RD_OK) return st->code;
     int a = (int)p->action;
@@ -118,6 +164,13 @@ int run_check_jobs(const rd_ctx *ctx, rd_jobfile *jf, const rd_run_flags *fl, jo
     p->action = (rd_out_action)a;
   }
   return RD_OK;
+}
+
+/* A kind's value checks, with the job's own seed. */
+static int job_check(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd_status *st) {
+  rd_jobfile jfs = *jf;
+  jfs.seed = job->seed;
+  return job->kind->check(ctx, job, &jfs, st);
 }
 
 /* Checks of the input values (reading the data) before anything is written: by `validate`, and
@@ -134,7 +187,7 @@ int run_check_values(const rd_ctx *ctx, const rd_jobfile *jf, const job_plan *pl
     for (int i = 0; i < n; i++) {
       const rd_job *job = &jf->jobs[i];
       if (!job->kind->check || plans[i].action != RD_OUT_WRITE) continue;
-      if (job->kind->check(ctx, job, jf, st) != RD_OK) return st->code;
+      if (job_check(ctx, job, jf, st) != RD_OK) return st->code;
     }
     return RD_OK;
   }
@@ -150,7 +203,7 @@ int run_check_values(const rd_ctx *ctx, const rd_jobfile *jf, const job_plan *pl
   for (int i = 0; i < n && st->code == RD_OK; i++) {
     const rd_job *job = &jf->jobs[i];
     if (!job->kind->check || plans[i].action != RD_OUT_WRITE || owner[i] != mine) continue;
-    if (job->kind->check(group, job, jf, st) != RD_OK) st->key = i;
+    if (job_check(group, job, jf, st) != RD_OK) st->key = i;
   }
   free(cost);
   free(owner);

@@ -18,11 +18,18 @@ typedef struct job_plan {
   rd_input_stat in;
   char spec[65];
   rd_out_action action;
+  int force;  /* --force: outputs of another spec may be replaced (checked again at commit) */
   char *json_path, *h5_path;
   rd_job_cost cost;  /* estimated (rank 0) */
 } job_plan;
 
 void job_plans_free(job_plan *p, int n);
+
+/* Collective over ctx, first of all for `run`: rank 0 creates output_dir (*made_dir set: the
+ * folders it made are remembered), takes its lock (another run holding it: exit 2, or with --wait a
+ * wait) and cleans up what runs that ended without cleaning up left there. */
+int run_claim_output_dir(const rd_ctx *ctx, const rd_jobfile *jf, const rd_run_flags *fl, rd_dir_lock *lock,
+                         int *made_dir, rd_status *st);
 
 /* Collective over ctx: inputs exist, layouts are right, outputs may be written (paths, overlaps,
  * resume/force); with `check_values`, the values of every job to be written are checked too
@@ -44,6 +51,20 @@ int run_one_job(const rd_ctx *g, const rd_job *job, const rd_jobfile *jf, const 
  * run's outcome (the failed jobs named) and stdout has every job's table in job-file order. */
 int run_schedule(rd_ctx *ctx, const rd_jobfile *jf, const job_plan *plans, const rd_plan *plan,
                  const char *backend_info, rd_status *st);
+
+/* The summary report of each sweep (sweep.c). */
+typedef struct sweep_plan {
+  char *json_path;  /* <output_dir>/<name>.summary.json */
+  char spec[65];    /* from the specs of the sweep's jobs */
+  rd_out_action action;
+} sweep_plan;
+void sweep_plans_free(sweep_plan *sp, int n);
+/* Rank 0 decides each summary's fate like a job's (another spec without --force: exit 2). */
+int run_sweeps_decide(const rd_ctx *ctx, const rd_jobfile *jf, const rd_run_flags *fl, const job_plan *plans,
+                      sweep_plan *sp, rd_status *st);
+/* Rank 0, after the jobs: writes each summary whose jobs all have reports of their specs. */
+int run_sweeps_summarize(const rd_ctx *ctx, const rd_jobfile *jf, const job_plan *plans, const sweep_plan *sp,
+                         rd_status *st);
 
 /* Creates the plan's rank groups (collective over ctx); `group` is this rank's group context. */
 int run_groups_make(const rd_ctx *ctx, const rd_plan *plan, rd_ctx *group, rd_status *st);

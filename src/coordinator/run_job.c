@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "rmdiag/common/h5driver.h"
 #include "rmdiag/common/h5out.h"
 #include "rmdiag/common/jsonutil.h"
 #include "rmdiag/common/progress.h"
@@ -34,7 +35,7 @@ static cJSON *envelope(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *j
   cJSON_AddNumberToObject(meta, "ranks", ctx->size);
   cJSON_AddStringToObject(meta, "backend", backend);
   cJSON_AddNumberToObject(meta, "seconds", round(seconds * 1e4) / 1e4);
-  cJSON_AddNumberToObject(meta, "seed", (double)jf->seed);
+  cJSON_AddNumberToObject(meta, "seed", (double)job->seed);
   cJSON_AddItemToObject(meta, "options", cJSON_Duplicate(job->effective, 1));
   if (jf->description) cJSON_AddStringToObject(meta, "description", jf->description);
   else cJSON_AddNullToObject(meta, "description");  /* every envelope key is always there */
@@ -47,7 +48,7 @@ static int fsync_path(const char *path, rd_status *st) {
   int fd = open(path, O_RDONLY);
   if (fd < 0 || fsync(fd) != 0) {
     if (fd >= 0) close(fd);
-    return rd_fail(st, RD_EFAIL, "cannot sync %s: %s", path, strerror(errno));
+    return rd_fail(st, RD_EFAIL, "cannot sync %s: %s", path, rd_io_cause(errno));
   }
   close(fd);
   return RD_OK;
@@ -61,6 +62,9 @@ static int fsync_path(const char *path, rd_status *st) {
 static int commit_outputs(const job_plan *p, const char *h5tmp, const char *json_text, rd_status *st) {
   char *stale_json = NULL, *old_h5 = NULL;
   RD_TRY(fsync_path(h5tmp, st));
+  /* the outputs may have changed since the start-up check (a run elsewhere, on a file system where
+   * the folder lock does not hold): the spec rule again, just before anything is replaced */
+  RD_TRY(rd_output_recheck(p->json_path, p->h5_path, p->spec, p->force, st));
   /* the journal lets a signal at any point below restore the old pair (rd_tmp_cleanup) */
   stale_json = access(p->json_path, F_OK) == 0 ? rd_side_path(p->json_path, "stale") : NULL;
   int h5_existed = access(p->h5_path, F_OK) == 0;
@@ -141,8 +145,9 @@ static void finish_h5(const rd_job *job, const job_plan *p, const char *h5tmp, h
     if (st->code == RD_OK) rd_h5_write_attr_string(h5, "/", "job", job->name, st);
     if (st->code == RD_OK) rd_h5_write_attr_string(h5, "/", "kind", job->kind->name, st);
   }
-  if (h5 >= 0 && H5Fclose(h5) < 0 && st->code == RD_OK)
-    rd_fail(st, RD_EFAIL, "%s: closing the output HDF5 file failed", h5tmp);
+  /* a write error (a full disk, the file size limit) is named with its cause, and the close cannot
+   * fail on it (HDF5 1.10 would keep the id of a file it freed, and crash in MPI_Finalize) */
+  rd_h5_out_close(h5, h5tmp, st);
 }
 
 int run_one_job(const rd_ctx *g, const rd_job *job, const rd_jobfile *jf, const job_plan *p, const char *backend_info,
@@ -158,7 +163,9 @@ int run_one_job(const rd_ctx *g, const rd_job *job, const rd_jobfile *jf, const 
   if (g->rank == 0) h5tmp = create_h5(jf, p, &res.h5, st);
   rd_timing_mark(g->rank, job->name, "create output");
   if (rd_share_status(g, st, 0) == RD_OK) {
-    job->kind->run(&kc, job, jf, &res, st);
+    rd_jobfile jfs = *jf;  /* the kind draws from the job's own seed */
+    jfs.seed = job->seed;
+    job->kind->run(&kc, job, &jfs, &res, st);
     rd_agree(g, st);
   }
   if (g->rank == 0) {

@@ -39,9 +39,10 @@ typedef struct outcome {
   size_t table_len;
 } outcome;
 
-/* The counters world rank 0 holds: the next position in the plan's order, the jobs done, and
- * their estimated cost done (microseconds), for the progress lines. */
-enum { CTR_NEXT, CTR_DONE, CTR_COST_DONE, CTR_N };
+/* The counters world rank 0 holds: the next of the large jobs (the first plan->n_large of the
+ * order, for wide groups), the next of the others, the jobs done, and their estimated cost done
+ * (microseconds), for the progress lines. */
+enum { CTR_NEXT_LARGE, CTR_NEXT, CTR_DONE, CTR_COST_DONE, CTR_N };
 
 typedef struct dispatch {
   const rd_ctx *world;
@@ -78,7 +79,8 @@ static void run_on_group(const rd_ctx *g, const rd_jobfile *jf, const job_plan *
   double cost_done = (double)(counter_add(d, CTR_COST_DONE, cost_us) + cost_us) / 1e6;
   if (g->quiet) return;
   double el = rd_now() - d->t0;
-  double left = cost_done > 0 ? el * (d->total_est - cost_done) / cost_done : 0.0;
+  /* (the sums of the estimates may differ in the last bit: never "-0 s left") */
+  double left = cost_done > 0 && d->total_est > cost_done ? el * (d->total_est - cost_done) / cost_done : 0.0;
   if (st.code == RD_OK)
     fprintf(stderr, "rmdiag: %s [%lld/%d jobs, %.1f s, about %.0f s left]\n", line, done, n_total, el, left);
   else
@@ -97,8 +99,15 @@ static int dispatch_jobs(const rd_ctx *ctx, const rd_ctx *g, const rd_jobfile *j
   if (ctx->rank == 0) memset(d.ctr, 0, (size_t)bytes);
   RD_MPI_CHECK(ctx, MPI_Barrier(ctx->comm));
   RD_MPI_CHECK(ctx, MPI_Win_lock_all(0, d.win));
+  int wide = plan->group_wide[rd_plan_group_of(plan, ctx->rank)];
   for (;;) {
-    long long pos = g->rank == 0 ? counter_add(&d, CTR_NEXT, 1) : 0;
+    /* a wide group takes the next large job while any is left, then the others; a narrow group
+     * only the others */
+    long long pos = plan->n_run;
+    if (g->rank == 0) {
+      if (wide && plan->n_large > 0) pos = counter_add(&d, CTR_NEXT_LARGE, 1);
+      if (pos >= plan->n_large) pos = plan->n_large + counter_add(&d, CTR_NEXT, 1);
+    }
     RD_MPI_CHECK(g, MPI_Bcast(&pos, 1, MPI_LONG_LONG, 0, g->comm));
     if (pos >= plan->n_run) break;
     run_on_group(g, jf, plans, plan, plan->order[pos], backend_info, &d, oc, plan->n_run);
@@ -200,7 +209,8 @@ static void run_in_order(rd_ctx *ctx, const rd_jobfile *jf, const job_plan *plan
     if (ctx->rank != 0) continue;
     if (st.code != RD_OK) oc[j].msg = strdup(st.msg);
     if (!ctx->err || (ctx->quiet && st.code == RD_OK)) continue;
-    double el = rd_now() - t0, left = est_done > 0 ? el * (total_est - est_done) / est_done : 0.0;
+    double el = rd_now() - t0;
+    double left = est_done > 0 && total_est > est_done ? el * (total_est - est_done) / est_done : 0.0;
     if (st.code == RD_OK && n_run > 1)
       fprintf(ctx->err, "rmdiag: %s [%d/%d jobs, %.1f s, about %.0f s left]\n", line, done, n_run, el, left);
     else if (st.code == RD_OK)

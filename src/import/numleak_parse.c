@@ -1,5 +1,6 @@
-/* NumLeak's reply parsers (SPEC §6): the numeric parser that turns a model's reply into a number in
- * the series' units, the two-month ranking parser, the first-token entropy and month texts.
+/* NumLeak's reply parsers (see docs/reference.md, 'numleak'): the numeric parser that turns a model's
+ * reply into a number in the series' units, the two-month ranking parser, the first-token entropy and
+ * month texts.
  * Normalisation by utf8proc (NFKC), matching by PCRE2 with Python's regular-expression semantics:
  * Unicode digits for \d, Unicode word boundaries, Python's white-space set, backtracking. */
 #include <ctype.h>
@@ -16,7 +17,9 @@
 
 /* Python's str.isspace() set, which both str.strip() and \s use (NFKC already turns most of the
  * Zs spaces into U+0020, the others are listed for completeness). */
-#define PYS "[\\t\\n\\x{0b}\\f\\r\\x{1c}-\\x{1f} \\x{85}\\x{a0}\\x{1680}\\x{2000}-\\x{200a}\\x{2028}\\x{2029}\\x{202f}\\x{205f}\\x{3000}]"
+#define PYS \
+  "[\\t\\n\\x{0b}\\f\\r\\x{1c}-\\x{1f} \\x{85}\\x{a0}\\x{1680}\\x{2000}-\\x{200a}\\x{2028}\\x{2029}\\x{202f}" \
+  "\\x{205f}\\x{3000}]"
 #define NUM "[-+]?\\d+(?:\\.\\d+)?"
 /* NUM for the unit patterns, never starting inside a run of digits: when the match from the run's
  * first digit fails, a match from a later digit of the run would fail the same way (the first digit
@@ -159,7 +162,8 @@ static char *caseless_copy(const char *s, size_t len, size_t *out_len) {
   if (!c) return NULL;
   size_t w = 0;
   for (size_t i = 0; i < len;) {
-    if ((unsigned char)s[i] == 0xC4 && i + 1 < len && ((unsigned char)s[i + 1] == 0xB0 || (unsigned char)s[i + 1] == 0xB1)) {
+    if ((unsigned char)s[i] == 0xC4 && i + 1 < len &&
+        ((unsigned char)s[i + 1] == 0xB0 || (unsigned char)s[i + 1] == 0xB1)) {
       c[w++] = 'i';
       i += 2;
     } else {

@@ -61,7 +61,7 @@ static inline double dval(uint64_t k) {
 /* LSD radix sort on 11-bit digits (6 passes, a pass skipped when one bucket holds every key);
  * small inputs go to qsort. -0.0 sorts before +0.0, which compare equal anyway. */
 void rd_sort_doubles(double *x, size_t n) {
-  if (n < 512) {
+  if (n < RD_SORT_SMALL) {
     qsort(x, n, sizeof *x, cmp_double);
     return;
   }
@@ -137,6 +137,8 @@ static double lerp_numpy(double a, double b, double g) {
   return g >= 0.5 ? b - d * (1.0 - g) : a + d * g;
 }
 
+double rd_quantile_lerp(double a, double b, double g) { return lerp_numpy(a, b, g); }
+
 /* Position h = (n - 1) q split into the order statistic k and the fraction g. */
 static void quantile_pos(size_t n, double q, size_t *k, double *g) {
   double h = (double)(n - 1) * q;
@@ -144,6 +146,8 @@ static void quantile_pos(size_t n, double q, size_t *k, double *g) {
   if (*k > n - 1) *k = n - 1;
   *g = h - (double)*k;
 }
+
+void rd_quantile_pos(size_t n, double q, size_t *k, double *g) { quantile_pos(n, q, k, g); }
 
 void rd_quantiles_inplace(double *work, size_t n, const double *q, size_t nq, double *out) {
   size_t from = 0;
@@ -284,4 +288,296 @@ int rd_summarize(const double *x, size_t n, rd_summary *s) {
   s->ci_lo = s->ci_hi = NAN;
   free(w);
   return 0;
+}
+
+/* ---- rd_sum over parts ---------------------------------------------------------------------- */
+
+static inline double sum_term(double x, const double *center) {
+  return center ? (x - *center) * (x - *center) : x;
+}
+
+/* Sums of whole blocks, four blocks side by side (four independent chains, each adding its block
+ * left to right from 0.0 as rd_sum does). */
+static void block_sums(const double *x, size_t nb, const double *center, double *out) {
+  const size_t B = RD_SUM_BLOCK;
+  size_t b = 0;
+  for (; b + 4 <= nb; b += 4) {
+    const double *a0 = x + b * B, *a1 = a0 + B, *a2 = a1 + B, *a3 = a2 + B;
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    if (center) {
+      const double c = *center;
+      for (size_t i = 0; i < B; i++) {
+        s0 += (a0[i] - c) * (a0[i] - c);
+        s1 += (a1[i] - c) * (a1[i] - c);
+        s2 += (a2[i] - c) * (a2[i] - c);
+        s3 += (a3[i] - c) * (a3[i] - c);
+      }
+    } else {
+      for (size_t i = 0; i < B; i++) {
+        s0 += a0[i];
+        s1 += a1[i];
+        s2 += a2[i];
+        s3 += a3[i];
+      }
+    }
+    out[b] = s0;
+    out[b + 1] = s1;
+    out[b + 2] = s2;
+    out[b + 3] = s3;
+  }
+  for (; b < nb; b++) {
+    double s = 0.0;
+    for (size_t i = 0; i < B; i++) s += sum_term(x[b * B + i], center);
+    out[b] = s;
+  }
+}
+
+/* The part's pieces when some values are NaN: one pass in order, positions counting the others. */
+static size_t sum_part_skip(const double *x, size_t n, size_t n_def, int64_t off, const double *center, double *out) {
+  const size_t B = RD_SUM_BLOCK;
+  size_t head = (B - (size_t)((uint64_t)off % B)) % B;
+  if (head > n_def) head = n_def;
+  size_t nb = (n_def - head) / B, tail = n_def - head - nb * B, end_blocks = head + nb * B;
+  out[0] = (double)head;
+  out[1] = (double)nb;
+  out[2] = (double)tail;
+  double *o = out + 3, s = 0.0;
+  size_t j = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (isnan(x[i])) continue;
+    double v = sum_term(x[i], center);
+    if (j < head || j >= end_blocks) {
+      *o++ = v;
+    } else {
+      s += v;
+      if ((j - head + 1) % B == 0) {
+        *o++ = s;
+        s = 0.0;
+      }
+    }
+    j++;
+  }
+  return (size_t)(o - out);
+}
+
+size_t rd_count_defined(const double *x, size_t n) {
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) m += !isnan(x[i]);
+  return m;
+}
+
+size_t rd_sum_part(const double *x, size_t n, int64_t off, const double *center, double *out) {
+  const size_t B = RD_SUM_BLOCK;
+  size_t n_def = rd_count_defined(x, n);
+  if (n_def != n) return sum_part_skip(x, n, n_def, off, center, out);
+  size_t head = (B - (size_t)((uint64_t)off % B)) % B;
+  if (head > n) head = n;
+  size_t nb = (n - head) / B, tail = n - head - nb * B;
+  out[0] = (double)head;
+  out[1] = (double)nb;
+  out[2] = (double)tail;
+  double *o = out + 3;
+  for (size_t i = 0; i < head; i++) *o++ = sum_term(x[i], center);
+  block_sums(x + head, nb, center, o);
+  o += nb;
+  for (size_t i = n - tail; i < n; i++) *o++ = sum_term(x[i], center);
+  return (size_t)(o - out);
+}
+
+void rd_sum_begin(rd_sum_state *z) {
+  z->total = 0.0;
+  z->s = 0.0;
+  z->pos = 0;
+}
+
+size_t rd_sum_add_part(rd_sum_state *z, const double *part) {
+  const uint64_t B = RD_SUM_BLOCK;
+  size_t h = (size_t)part[0], nb = (size_t)part[1], t = (size_t)part[2];
+  const double *p = part + 3;
+  for (size_t i = 0; i < h + nb + t; i++) {
+    if (i >= h && i < h + nb) {  /* a whole block: it starts and ends on boundaries */
+      z->total += *p++;
+      z->pos += B;
+      continue;
+    }
+    z->s += *p++;
+    if (++z->pos % B == 0) {
+      z->total += z->s;
+      z->s = 0.0;
+    }
+  }
+  return (size_t)(p - part);
+}
+
+double rd_sum_end(const rd_sum_state *z) { return z->pos % RD_SUM_BLOCK != 0 ? z->total + z->s : z->total; }
+
+
+/* ---- order statistics and distinct values of one array -------------------------------------- */
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Targets k[0..nk) (ascending ranks within keys[0..m)) of keys whose bits above `shift + 16` are
+ * all equal: small sets are sorted, larger ones split on the next 16 bits and only the buckets
+ * holding targets are looked into. Returns -1 when out of memory. */
+static int select_keys(uint64_t *keys, size_t m, int shift, const size_t *k, size_t nk, uint64_t *out) {
+  if (m <= 4096 || shift < 0) {
+    qsort(keys, m, sizeof *keys, cmp_u64);
+    for (size_t t = 0; t < nk; t++) out[t] = keys[k[t]];
+    return 0;
+  }
+  uint32_t *h = calloc(65536, sizeof *h);
+  if (!h) return -1;
+  for (size_t i = 0; i < m; i++) h[(keys[i] >> shift) & 0xFFFF]++;
+  size_t t = 0, cum = 0;
+  int rc = 0;
+  for (unsigned d = 0; d < 65536 && t < nk && rc == 0; d++) {
+    size_t c = h[d];
+    if (k[t] >= cum + c) {
+      cum += c;
+      continue;
+    }
+    /* targets t..u-1 fall in bucket d */
+    size_t u = t, *kk;
+    while (u < nk && k[u] < cum + c) u++;
+    uint64_t *sub = malloc(sizeof(uint64_t) * c);
+    kk = malloc(sizeof(size_t) * (u - t));
+    if (!sub || !kk) rc = -1;
+    for (size_t i = 0, j = 0; rc == 0 && i < m; i++)
+      if (((keys[i] >> shift) & 0xFFFF) == d) sub[j++] = keys[i];
+    for (size_t i = t; rc == 0 && i < u; i++) kk[i - t] = k[i] - cum;
+    if (rc == 0) rc = select_keys(sub, c, shift - 16, kk, u - t, out + t);
+    free(sub);
+    free(kk);
+    t = u;
+    cum += c;
+  }
+  free(h);
+  return rc;
+}
+
+int rd_order_stats(const double *x, size_t n, const size_t *k, size_t nk, double *out) {
+  /* many targets: a full sort is as cheap; few values: rd_sort_doubles' own order (its small sort
+   * may leave -0 and +0 in input order, which the keys' order would not) */
+  if (nk > 64 || n < RD_SORT_SMALL) {
+    double *w = malloc(sizeof(double) * (n ? n : 1));
+    if (!w) return -1;
+    memcpy(w, x, sizeof(double) * n);
+    rd_sort_doubles(w, n);
+    for (size_t t = 0; t < nk; t++) out[t] = w[k[t]];
+    free(w);
+    return 0;
+  }
+  /* the targets ascending (insertion sort of a few), each remembering where its value goes */
+  size_t ks[64], at[64];
+  for (size_t t = 0; t < nk; t++) {
+    size_t j = t;
+    while (j > 0 && ks[j - 1] > k[t]) {
+      ks[j] = ks[j - 1];
+      at[j] = at[j - 1];
+      j--;
+    }
+    ks[j] = k[t];
+    at[j] = t;
+  }
+  uint64_t *keys = malloc(sizeof(uint64_t) * (n ? n : 1)), res[64];
+  if (!keys) return -1;
+  for (size_t i = 0; i < n; i++) keys[i] = rd_order_key(x[i]);
+  int rc = select_keys(keys, n, 48, ks, nk, res);
+  for (size_t t = 0; rc == 0 && t < nk; t++) out[at[t]] = rd_order_value(res[t]);
+  free(keys);
+  return rc;
+}
+
+/* An open-addressing set of the values' bit patterns (zeros as +0). */
+size_t rd_distinct_sorted(const double *x, size_t n, double *out) {
+  size_t cap = 64;
+  while (cap < 2 * n + 2) cap <<= 1;
+  uint64_t *slot = NULL;
+  uint8_t *used = NULL;
+  size_t m = 0;
+  if (n > 0 && (slot = malloc(sizeof(uint64_t) * cap)) && (used = calloc(cap, 1))) {
+    for (size_t i = 0; i < n; i++) {
+      double v = x[i] == 0.0 ? 0.0 : x[i];
+      uint64_t b;
+      memcpy(&b, &v, sizeof b);
+      size_t s = (size_t)((b * 0x9E3779B97F4A7C15ull) >> 24) & (cap - 1);
+      while (used[s] && slot[s] != b) s = (s + 1) & (cap - 1);
+      if (used[s]) continue;
+      used[s] = 1;
+      slot[s] = b;
+      out[m++] = v;
+    }
+  } else if (n > 0) {
+    /* no memory for the set: sort everything and keep the distinct values */
+    memcpy(out, x, sizeof(double) * n);
+    rd_sort_doubles(out, n);
+    for (size_t i = 0; i < n; i++)
+      if (m == 0 || out[i] != out[m - 1]) out[m++] = out[i] == 0.0 ? 0.0 : out[i];
+    return m;
+  }
+  free(slot);
+  free(used);
+  rd_sort_doubles(out, m);
+  return m;
+}
+
+/* ---- Student t quantile -------------------------------------------------------------------- */
+
+/* Regularized incomplete beta I_x(a, b) by Lentz's continued fraction. */
+static double betacf(double a, double b, double x) {
+  const double tiny = 1e-300;
+  double qab = a + b, qap = a + 1.0, qam = a - 1.0, c = 1.0, d = 1.0 - qab * x / qap;
+  if (fabs(d) < tiny) d = tiny;
+  d = 1.0 / d;
+  double h = d;
+  for (int m = 1; m <= 1000; m++) {
+    double m2 = 2.0 * m, aa = m * (b - m) * x / ((qam + m2) * (a + m2));
+    d = 1.0 + aa * d;
+    if (fabs(d) < tiny) d = tiny;
+    c = 1.0 + aa / c;
+    if (fabs(c) < tiny) c = tiny;
+    d = 1.0 / d;
+    h *= d * c;
+    aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
+    d = 1.0 + aa * d;
+    if (fabs(d) < tiny) d = tiny;
+    c = 1.0 + aa / c;
+    if (fabs(c) < tiny) c = tiny;
+    d = 1.0 / d;
+    double del = d * c;
+    h *= del;
+    if (fabs(del - 1.0) < 1e-16) break;
+  }
+  return h;
+}
+
+static double ibeta(double a, double b, double x) {
+  if (x <= 0.0) return 0.0;
+  if (x >= 1.0) return 1.0;
+  double bt = exp(lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log1p(-x));
+  if (x < (a + 1.0) / (a + b + 2.0)) return bt * betacf(a, b, x) / a;
+  return 1.0 - bt * betacf(b, a, 1.0 - x) / b;
+}
+
+/* P(T <= t) for Student's t with df degrees of freedom. */
+static double t_cdf(double t, double df) {
+  double x = df / (df + t * t), tail = 0.5 * ibeta(0.5 * df, 0.5, x);
+  return t >= 0 ? 1.0 - tail : tail;
+}
+
+double rd_t_quantile(double p, double df) {
+  if (!(df > 0) || !(p > 0.0 && p < 1.0)) return NAN;
+  if (p < 0.5) return -rd_t_quantile(1.0 - p, df);
+  double lo = 0.0, hi = 1.0;
+  while (t_cdf(hi, df) < p) hi *= 2.0;
+  for (int i = 0; i < 200; i++) {
+    double mid = 0.5 * (lo + hi);
+    if (t_cdf(mid, df) < p) lo = mid;
+    else hi = mid;
+    if (hi - lo <= 1e-15 * hi) break;
+  }
+  return 0.5 * (lo + hi);
 }

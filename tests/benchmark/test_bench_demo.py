@@ -27,5 +27,8 @@ for j in demo["jobs"]:
     check("SYNTHETIC" in rep["rmdiag"]["description"], f"{j['name']}: the report says the data is synthetic")
     check(rep["result"]["n_models"] == 3 and len(rep["result"]["comparisons"]) == 3, f"{j['name']}: 3 models compared")
     check(all(m["score_ci95"] is not None for m in rep["result"]["models"]), f"{j['name']}: intervals")
-check(out.count("synthetic/demo-rm-") == 6, f"two leaderboards of three models on stdout:\n{out}")
+import re
+rows = re.findall(r"^ +[123] +synthetic/demo-rm-[012] ", out, re.M)
+check(out.count("Leaderboard\n") == 2 and len(rows) == 6, f"two leaderboards of three models on stdout:\n{out}")
+check(out.count("Paired comparisons\n") == 2, f"and the paired comparisons:\n{out}")
 done()

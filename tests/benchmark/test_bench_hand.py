@@ -80,8 +80,9 @@ check(ic.shape == (2, len(V1)) and ic.dtype == np.float64, "item_credit float64 
 check(ic[0].tolist() == [1, 1, 0, 0, 0, 0, 1, 1, 0, 1, 1, 1, 0, 1] and ic[1].tolist() == [0] * 9 + [1] + [0] * 4,
       f"item_credit rows: {ic.tolist()}")
 # the leaderboard: A first (score ~0.70), then B (~0.21)
-lines = [l for l in out.splitlines() if l.strip()[:1].isdigit()]
-check(len(lines) == 2 and lines[0].split()[-1] == "A" and lines[1].split()[-1] == "B", f"leaderboard order: {out}")
+# the summary's leaderboard rows (rank, model, ...) between its title and its legend
+sec = out.split("Leaderboard\n", 1)[1].split("  score:", 1)[0].splitlines()[1:]
+check([l.split()[:2] for l in sec] == [["1", "A"], ["2", "B"]], f"leaderboard order: {out}")
 check(res["leaderboard"][0]["model"] == "A" and res["leaderboard"][0]["rank"] == 1, "leaderboard in the report")
 
 # bootstrap replay: replicate b draws, for each subset the scheme scores, n units with

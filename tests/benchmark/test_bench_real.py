@@ -107,7 +107,10 @@ for m in res["models"]:
     check(round(m["subsets"]["Ties"]["score"], 4) == p["Ties"], f"{m['model']} Ties rounds to the published {p['Ties']}")
     check(abs(m["score"] - p["Score"]) <= 0.0012, f"{m['model']} score near the published {p['Score']}")
 check(len(res["comparisons"]) == 3 and all(c["p"] is not None for c in res["comparisons"]), "3 paired comparisons")
-check("Skywork/Skywork-Reward-V2-Llama-3.1-8B" in out.splitlines()[2], f"leaderboard: Skywork Llama first\n{out}")
+# the summary's leaderboard: a heading, the table's title, its column labels, then rank 1
+lb = out.splitlines()
+check(lb[1] == "Leaderboard" and lb[3].split()[:2] == ["1", "Skywork/Skywork-Reward-V2-Llama-3.1-8B"],
+      f"leaderboard: Skywork Llama first\n{out}")
 
 # ---- RewardBench v1 per-subset accuracies --------------------------------------------------------
 pairrm = os.path.join(D, "rb1_subset_metrics_Better-PairRM_reward-bench_24689cf.json")

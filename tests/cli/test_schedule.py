@@ -83,6 +83,35 @@ for ranks in (3, 4):
 code, out, err = run(["run", jp, "--ranks-per-job", "0"], ranks=2)
 check(code == 2 and "--ranks-per-job must be a positive integer, all or auto" in err, f"--ranks-per-job 0: {code} {err}")
 
+# Two tiers: one job much larger than the others runs on a wide group while single ranks take the rest.
+P2, R2 = 120000, 20
+u2 = rng.integers(0, 500, P2)
+write_cm(os.path.join(d, "cm_huge.h5"), rng.normal(0.5, 1, (P2, R2)), rng.normal(0, 1, (P2, R2)),
+         (rng.random((500, R2)) < 0.7).astype(np.uint8)[u2], u2)
+mix = [{"name": "huge", "kind": "cm", "input": "cm_huge.h5", "bootstrap": 0}] + jobs[:10]
+jp = write_job(os.path.join(d, "mix_plain.json"), mix, output_dir="out_mix_plain", seed=7)
+code, mix_out, err = run(["run", jp])
+check(code == 0, f"mixed file, plain process: exit {code} ({err[-200:]})")
+jp = write_job(os.path.join(d, "mix4.json"), mix, output_dir="out_mix4", seed=7)
+code, out, err = run(["run", jp, "--plan"], ranks=4, env=AUTO)
+check(code == 0 and "for the 1 largest job" in out and "single ranks for the others" in out,
+      f"one large job among small ones: a wide group for it, single ranks for the rest ({out[:400]})")
+code, out, err = run(["run", jp], ranks=4, env=AUTO)
+check(code == 0 and "huge (cm) done" in err and "huge (cm) done in" in err and " on 1 rank" in err,
+      f"mixed file on 4 ranks: exit {code} ({err[-300:]})")
+check(any(l.startswith("rmdiag: huge (cm) done") and " on 1 rank " not in l for l in err.splitlines()),
+      f"the large job ran on a wide group ({[l for l in err.splitlines() if 'huge' in l]})")
+check(out == mix_out, "mixed file: stdout identical to the plain process")
+for j in mix:
+    for ext in (".json", ".h5"):
+        a_ = os.path.join(d, "out_mix_plain", j["name"] + ext)
+        b_ = os.path.join(d, "out_mix4", j["name"] + ext)
+        if ext == ".json":
+            check(load_report(a_)["result"] == load_report(b_)["result"], f"mixed file: {j['name']} result identical")
+        else:
+            with open(a_, "rb") as f1, open(b_, "rb") as f2:
+                check(f1.read() == f2.read(), f"mixed file: {j['name']} .h5 identical")
+
 # A job that fails at run time (its report cannot be written): the others finish, it is named, exit 1;
 # --resume then reruns only it.
 jp = write_job(os.path.join(d, "fault.json"), jobs, output_dir="out_fault", seed=7)

@@ -59,7 +59,8 @@ code, _, err = run(["import", "numleak", "--truth", f"x={truth}",
                     "--panel", dfn, "--as", "defense", "--field", "attack=adv_idx", "--map", "attack:-1=benign",
                     "-o", out])
 check(code == 0, f"import ({err})")
-check("3 duplicates dropped" in err and "1 error rows" in err, f"the log counts duplicates and errors: {err}")
+check("8 rows; kept 4" in err and "dropped 4: 3 duplicates by key (--field key), 1 not matching --where" in err and "1 error rows among them (status 2)" in err,
+      f"the log counts duplicates and errors: {err}")
 with h5py.File(out) as f:
     g = f["leak"]
     models = list(g["model_names"].asstr()[...])

@@ -125,6 +125,37 @@ def outputs_in(folder):
     return sorted(os.listdir(folder)) if os.path.isdir(folder) else []
 
 
+def expect_input_error(name, args, expect=(), ranks=(0,), out_dir=None, out_file=None, exact_folder=True, timeout=600):
+    """The bad-input check every kind's tests share: `rmdiag ARGS` on each rank count (0: a plain process)
+    exits 2 with exactly one error line containing every string of `expect`, writes nothing (no file in
+    `out_dir` and, with exact_folder, not even the folder; `out_file` and its temporaries absent), and
+    gives the same message for every rank count. Returns the error lines, one string per rank count."""
+    msgs = []
+    for n in ranks:
+        code, _, err = run(args, ranks=n, timeout=timeout)
+        tag = f"{name} ({n} ranks)"
+        check(code == 2, f"{tag}: exit status {code}, expected 2 ({err.strip()[-400:]})")
+        lines = [l for l in err.splitlines() if l.startswith("rmdiag: error:")]
+        check(len(lines) == 1, f"{tag}: exactly one error line, got {len(lines)}: {err[-600:]!r}")
+        for e in expect:
+            check(e in err, f"{tag}: message should contain {e!r}: {err.strip()[-400:]}")
+        if out_dir is not None:
+            if exact_folder:
+                check(not os.path.exists(out_dir), f"{tag}: nothing written, not even the folder {out_dir} "
+                      f"({outputs_in(out_dir)})")
+            else:
+                check(outputs_in(out_dir) == [], f"{tag}: nothing written in {out_dir} ({outputs_in(out_dir)})")
+        if out_file is not None:
+            folder = os.path.dirname(out_file) or "."
+            left = [x for x in outputs_in(folder) if x == os.path.basename(out_file)
+                    or x.startswith("." + os.path.basename(out_file))]
+            check(not left, f"{tag}: {out_file} not written ({left})")
+        msgs.append("\n".join(lines))
+    if len(msgs) > 1:
+        check(all(m == msgs[0] for m in msgs), f"{name}: the same message for every rank count: {msgs}")
+    return msgs
+
+
 # ---- an independent Philox4x32-10 and rmdiag's stream keys, for replaying bootstrap draws ----
 MASK32 = np.uint64(0xFFFFFFFF)
 

@@ -37,17 +37,7 @@ def case(name, mutate=None, job_extra=None, expect=(), ranks=(0,), infer=None, d
     job = {"name": "bad", "kind": "probe", "input": "in.h5", "tasks": TASKS, "lr_grid": [1e-2]}
     job.update(job_extra or {})
     jp = write_job(os.path.join(cd, "job.json"), [job], output_dir="out")
-    msgs = []
-    for n in ranks:
-        code, _, err = run(["run", jp], ranks=n)
-        check(code == 2, f"{name} ({n} ranks): exit {code}, expected 2 ({err.strip()})")
-        lines = [l for l in err.splitlines() if l.startswith("rmdiag: error:")]
-        check(len(lines) == 1, f"{name} ({n} ranks): one error line, got {err!r}")
-        for e in expect:
-            check(e in err, f"{name} ({n} ranks): message should contain {e!r}: {err.strip()}")
-        check(outputs_in(os.path.join(cd, "out")) == [], f"{name} ({n} ranks): nothing written")
-        msgs.append("\n".join(lines))
-    return msgs
+    return expect_input_error(name, ["run", jp], expect, ranks=ranks, out_dir=os.path.join(cd, "out"))
 
 
 def empty_class(a):

@@ -1,18 +1,22 @@
 /* Unit tests of the shared facilities: SHA-256, Philox streams, statistics, sorting, the id map,
- * JSON helpers, the row partition and the job file parser. Expected values are published test
- * vectors or worked by hand. */
+ * JSON helpers (duplicate keys in O(n log n)), the row partition, the job file parser, the output
+ * journal, side-file names and the recovery of what killed runs left. Expected values are published
+ * test vectors or worked by hand. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
 #include "rmdiag/common/comm.h"
 #include "rmdiag/common/idmap.h"
 #include "rmdiag/job.h"
+#include "rmdiag/common/files.h"
 #include "rmdiag/common/jsonutil.h"
 #include "rmdiag/common/signals.h"
+#include "rmdiag/resume.h"
 #include "rmdiag/kernels/rng.h"
 #include "rmdiag/kernels/scan.h"
 #include "rmdiag/kernels/sha256.h"
@@ -334,6 +338,197 @@ static void test_jobfile(void) {
   }
 }
 
+/* ---- duplicate keys and names: the first repeat in document order, in O(n log n) ---- */
+/* CPU seconds of this thread: the machines running the suite are shared, wall time is not a measure */
+static double cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static char *many_keys(int n, const char *last_key) {
+  char *t = malloc((size_t)n * 24 + 64);
+  if (!t) return NULL;
+  size_t k = 0;
+  t[k++] = '{';
+  for (int i = 0; i < n; i++) k += (size_t)sprintf(t + k, "%s\"k%d\": %d", i ? ", " : "", (i * 7919) % n, i);
+  if (last_key) k += (size_t)sprintf(t + k, ", \"%s\": 0", last_key);
+  strcpy(t + k, "}");
+  return t;
+}
+
+static void test_duplicates(void) {
+  rd_status st;
+  struct {
+    const char *text, *key;
+  } cases[] = {
+      /* depth first: d's object comes before the second b */
+      {"{\"b\": 1, \"c\": {\"d\": 1, \"d\": 2}, \"b\": 2}", "d"},
+      {"{\"b\": 1, \"b\": 2, \"c\": {\"d\": 1, \"d\": 2}}", "b"},
+      {"{\"a\": [{\"x\": 1}, {\"y\": 1, \"z\": 0, \"y\": 2}], \"q\": {\"q\": 1}}", "y"},
+      {"{\"a\": {\"x\": 1, \"x\": 2}, \"a\": 3}", "x"},
+      {"[{\"a\": 1}, {\"a\": 1}]", NULL},  /* equal keys in different objects are fine */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    cJSON *v = cJSON_Parse(cases[i].text);
+    rd_status_init(&st);
+    int rc = rd_json_no_duplicate_keys(v, "F: line 3", &st);
+    char want[256];
+    snprintf(want, sizeof want, "F: line 3: key \"%s\" appears twice in one object (JSON readers disagree on which "
+             "value counts)", cases[i].key ? cases[i].key : "");
+    CHECK(cases[i].key ? rc == RD_EINPUT && strcmp(st.msg, want) == 0 : rc == RD_OK, "duplicate case %zu: %d \"%s\"", i,
+          rc, st.msg);
+    cJSON_Delete(v);
+  }
+  /* 200,000 keys: well under a second (the pairwise check took hours at this size) */
+  const int n = 200000;
+  char *text = many_keys(n, NULL), *text2 = many_keys(n, "k123");
+  cJSON *v = text ? cJSON_Parse(text) : NULL, *v2 = text2 ? cJSON_Parse(text2) : NULL;
+  CHECK(v && v2 && cJSON_GetArraySize(v) == n, "200,000 keys parse");
+  double t0 = cpu_now();
+  rd_status_init(&st);
+  int rc = rd_json_no_duplicate_keys(v, "big", &st);
+  double t1 = cpu_now();
+  rd_status_init(&st);
+  int rc2 = rd_json_no_duplicate_keys(v2, "big", &st);
+  double t2 = cpu_now();
+  CHECK(rc == RD_OK, "200,000 distinct keys: no duplicate (%s)", st.msg);
+  CHECK(rc2 == RD_EINPUT && strstr(st.msg, "big: key \"k123\" appears twice in one object"),
+        "the repeat at the end: %s", st.msg);
+  CHECK(t1 - t0 < 0.5 && t2 - t1 < 0.5, "200,000 keys checked in %.3f s and %.3f s of CPU (expected well under a "
+        "second)", t1 - t0, t2 - t1);
+  printf("duplicate keys: 200,000 keys checked in %.3f s (no repeat) and %.3f s (a repeat at the end) of CPU\n",
+         t1 - t0, t2 - t1);
+  cJSON_Delete(v), cJSON_Delete(v2), free(text), free(text2);
+  /* the lists: the first position that repeats an earlier value, and that earlier value's first position */
+  const char *strs[] = {"a", "b", NULL, "c", NULL, "b", "a"};
+  int64_t first = -7;
+  CHECK(rd_first_duplicate(strs, 7, &first) == 5 && first == 1, "first repeated string at 5 (of 1), got first %lld",
+        (long long)first);
+  CHECK(rd_first_duplicate(strs, 5, &first) == -1, "no repeat among a, b, NULL, c, NULL");
+  const int64_t vals[] = {5, 3, 9, 3, 5, 5};
+  CHECK(rd_first_duplicate_i64(vals, 6, &first) == 3 && first == 1, "first repeated integer at 3 (of 1)");
+  CHECK(rd_first_duplicate_i64(vals, 3, &first) == -1, "no repeat among 5, 3, 9");
+  /* a job file with 50,000 jobs whose last name repeats an earlier one */
+  const int nj = 50000;
+  char *jt = malloc((size_t)nj * 64 + 64);
+  size_t k = (size_t)sprintf(jt, "{\"output_dir\": \"o\", \"jobs\": [");
+  for (int i = 0; i < nj; i++)
+    k += (size_t)sprintf(jt + k, "%s{\"name\": \"j%d\", \"kind\": \"cm\", \"input\": \"x\"}", i ? ", " : "",
+                         i == nj - 1 ? 777 : i);
+  strcpy(jt + k, "]}");
+  t0 = cpu_now();
+  rc = parse_text(jt, &st);
+  t1 = cpu_now();
+  CHECK(rc == RD_EINPUT && strstr(st.msg, "jobs[49999] (\"j777\"): name \"j777\" is already used by jobs[777]"),
+        "50,000 jobs, the last name repeated: %s", st.msg);
+  CHECK(t1 - t0 < 5.0, "50,000 jobs parsed in %.3f s of CPU", t1 - t0);
+  printf("job names: 50,000 jobs parsed in %.3f s of CPU\n", t1 - t0);
+  /* the kinds' lists: 50,000 cm strata, benchmark sections and subsets, the last one repeated */
+  const char *lists[3][2] = {
+      {"\"kind\": \"cm\", \"strata\": [", "covariate \"c777\" is already stratified by strata[777]"},
+      {"\"kind\": \"benchmark\", \"scheme\": {\"sections\": {", "section \"c777\" appears twice"},
+      {"\"kind\": \"benchmark\", \"scheme\": {\"sections\": {\"s\": {", "section \"s\" names subset \"c777\" twice"}};
+  for (int l = 0; l < 3; l++) {
+    k = (size_t)sprintf(jt, "{\"output_dir\": \"o\", \"jobs\": [{\"name\": \"a\", \"input\": \"x\", %s", lists[l][0]);
+    for (int i = 0; i < nj; i++) {
+      int c = i == nj - 1 ? 777 : i;
+      if (l == 0) k += (size_t)sprintf(jt + k, "%s{\"covariate\": \"c%d\", \"bins\": 2}", i ? ", " : "", c);
+      else if (l == 1) k += (size_t)sprintf(jt + k, "%s\"c%d\": {\"x\": 1}", i ? ", " : "", c);
+      else k += (size_t)sprintf(jt + k, "%s\"c%d\": 1", i ? ", " : "", c);
+    }
+    strcpy(jt + k, l == 0 ? "]}]}" : l == 1 ? "}}}]}" : "}}}}]}");
+    t0 = cpu_now();
+    rc = parse_text(jt, &st);
+    t1 = cpu_now();
+    CHECK(rc == RD_EINPUT && strstr(st.msg, lists[l][1]), "list %d of 50,000, the last repeated: %s", l, st.msg);
+    CHECK(t1 - t0 < 5.0, "list %d of 50,000 parsed in %.3f s of CPU", l, t1 - t0);
+  }
+  free(jt);
+}
+
+/* ---- side-file names and what killed runs left behind ---- */
+static void test_side_names(void) {
+  rd_side_name s;
+  CHECK(rd_side_parse(".a.b.h5.tmp.node-1.4242.987654", &s) && strcmp(s.base, "a.b.h5") == 0 &&
+            strcmp(s.tag, "tmp") == 0 && strcmp(s.host, "node-1") == 0 && s.pid == 4242 && s.start == 987654 &&
+            !s.legacy, "a side file's name parses back: base %s tag %s host %s", s.base, s.tag, s.host);
+  CHECK(rd_side_parse(".x.json.stale.777", &s) && s.legacy && s.pid == 777 && strcmp(s.base, "x.json") == 0 &&
+            strcmp(s.tag, "stale") == 0, "the older name .NAME.TAG.PID parses as legacy");
+  CHECK(!rd_side_parse("x.h5", &s) && !rd_side_parse(".rmdiag.lock", &s) && !rd_side_parse(".x.h5.new.1.2", &s) &&
+            !rd_side_parse(".tmp.1", &s), "other names are not side files");
+  char *p = rd_tmp_path("/d/out/r.h5");
+  CHECK(p && rd_side_parse(strrchr(p, '/') + 1, &s) && strcmp(s.base, "r.h5") == 0 && s.pid == (long)getpid() &&
+            strcmp(s.host, rd_owner_host()) == 0, "this process's temporary names itself: %s", p ? p : "");
+  CHECK(rd_side_owner_alive(&s) == 1, "this process is alive");
+  s.start += 1;
+  CHECK(rd_side_owner_alive(&s) == 0 || s.start == 1, "the same pid with another start time is another process");
+  free(p);
+  snprintf(s.host, sizeof s.host, "elsewhere");
+  CHECK(rd_side_owner_alive(&s) == -1, "another host cannot be judged from here");
+}
+
+static void test_recover(void) {
+  char dir[] = "/tmp/rmdiag-recover-XXXXXX";
+  if (!mkdtemp(dir)) {
+    CHECK(0, "mkdtemp");
+    return;
+  }
+  char path[4096], me[256], dead[256], other[] = "elsewhere.12.34";
+  rd_side_name s;
+  char *p = rd_tmp_path("/x/y");
+  rd_side_parse(strrchr(p, '/') + 1, &s);
+  free(p);
+  snprintf(me, sizeof me, "%s.%ld.%llu", s.host, s.pid, s.start);
+  snprintf(dead, sizeof dead, "%s.%ld.%llu", s.host, s.pid, s.start + 1);  /* our pid, reused: its owner is gone */
+#define AT(...) (snprintf(path, sizeof path, __VA_ARGS__), path)
+  /* a: killed while computing: only its temporary */
+  put(AT("%s/a.json", dir), "old report a"), put(AT("%s/a.h5", dir), "old h5 a");
+  put(AT("%s/.a.h5.tmp.%s", dir, dead), "partial");
+  /* b: killed after the new .h5 was renamed in, before its report: the old pair comes back */
+  put(AT("%s/.b.json.stale.%s", dir, dead), "old report b"), put(AT("%s/.b.h5.old.%s", dir, dead), "old h5 b");
+  put(AT("%s/b.h5", dir), "new h5 b"), put(AT("%s/.b.json.tmp.%s", dir, dead), "new report b, partial");
+  /* c: killed after the report moved aside, the new .h5 still a temporary */
+  put(AT("%s/.c.json.stale.%s", dir, dead), "old report c"), put(AT("%s/c.h5", dir), "old h5 c");
+  put(AT("%s/.c.h5.old.%s", dir, dead), "old h5 c"), put(AT("%s/.c.h5.tmp.%s", dir, dead), "new h5 c");
+  /* d: killed after the new report landed: complete, the old files go */
+  put(AT("%s/d.json", dir), "new report d"), put(AT("%s/d.h5", dir), "new h5 d");
+  put(AT("%s/.d.json.stale.%s", dir, dead), "old report d"), put(AT("%s/.d.h5.old.%s", dir, dead), "old h5 d");
+  /* e: the report moved aside and the .h5 replaced without a second link: nothing may claim the old
+   * .h5, so the old report goes too */
+  put(AT("%s/.e.json.stale.%s", dir, dead), "old report e"), put(AT("%s/e.h5", dir), "new h5 e");
+  /* f: a live process's temporary (this one) stays; another host's stays unless the lock is held */
+  put(AT("%s/.f.h5.tmp.%s", dir, me), "live"), put(AT("%s/.g.h5.tmp.%s", dir, other), "other host");
+  put(AT("%s/.g.json.tmp.77", dir), "legacy"), put(AT("%s/.zz.h5.tmp.%s", dir, other), "not a job of this file");
+  const char *names[] = {"a", "b", "c", "d", "e", "f", "g"};
+  rd_outputs_recover(dir, names, 7, 0, NULL);
+  CHECK(has(AT("%s/a.json", dir), "old report a") && has(AT("%s/a.h5", dir), "old h5 a") &&
+            has(AT("%s/.a.h5.tmp.%s", dir, dead), NULL), "a: the temporary of a dead run goes, the outputs stay");
+  CHECK(has(AT("%s/b.json", dir), "old report b") && has(AT("%s/b.h5", dir), "old h5 b") &&
+            has(AT("%s/.b.json.tmp.%s", dir, dead), NULL) && has(AT("%s/.b.h5.old.%s", dir, dead), NULL),
+        "b: the old pair comes back over a new .h5 without its report");
+  CHECK(has(AT("%s/c.json", dir), "old report c") && has(AT("%s/c.h5", dir), "old h5 c") &&
+            has(AT("%s/.c.h5.tmp.%s", dir, dead), NULL) && has(AT("%s/.c.h5.old.%s", dir, dead), NULL),
+        "c: the old report comes back beside its .h5");
+  CHECK(has(AT("%s/d.json", dir), "new report d") && has(AT("%s/d.h5", dir), "new h5 d") &&
+            has(AT("%s/.d.json.stale.%s", dir, dead), NULL) && has(AT("%s/.d.h5.old.%s", dir, dead), NULL),
+        "d: a complete replacement keeps the new pair");
+  CHECK(has(AT("%s/e.json", dir), NULL) && has(AT("%s/.e.json.stale.%s", dir, dead), NULL),
+        "e: no report claims a .h5 that was replaced");
+  CHECK(has(AT("%s/.f.h5.tmp.%s", dir, me), "live") && has(AT("%s/.g.h5.tmp.%s", dir, other), "other host") &&
+            has(AT("%s/.g.json.tmp.77", dir), "legacy"), "without the lock: live and other-host temporaries stay");
+  rd_outputs_recover(dir, names, 7, 1, NULL);
+  CHECK(has(AT("%s/.f.h5.tmp.%s", dir, me), "live") && has(AT("%s/.g.h5.tmp.%s", dir, other), NULL) &&
+            has(AT("%s/.g.json.tmp.77", dir), NULL) &&
+            has(AT("%s/.zz.h5.tmp.%s", dir, other), "not a job of this file"),
+        "with the lock: other hosts' (and legacy) temporaries of this file's jobs go; a live one and others stay");
+  unlink(AT("%s/.f.h5.tmp.%s", dir, me)), unlink(AT("%s/.zz.h5.tmp.%s", dir, other));
+  const char *left[] = {"a.json", "a.h5", "b.json", "b.h5", "c.json", "c.h5", "d.json", "d.h5", "e.h5"};
+  for (size_t i = 0; i < sizeof left / sizeof left[0]; i++) unlink(AT("%s/%s", dir, left[i]));
+  CHECK(rmdir(dir) == 0, "nothing else is left in the folder");
+#undef AT
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   test_sha256();
@@ -343,6 +538,9 @@ int main(int argc, char **argv) {
   test_partition();
   test_jobfile();
   test_commit_rollback();
+  test_duplicates();
+  test_side_names();
+  test_recover();
   int rc = t_finish("test_core");
   MPI_Finalize();
   return rc;

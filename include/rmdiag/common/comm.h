@@ -46,6 +46,11 @@ int rd_bcast_bytes(const rd_ctx *ctx, void *buf, size_t nbytes, int root);
  * rd_rank_rows(n_rows, block_rows, ...); rank 0 receives all n_rows rows in order in `all`. */
 int rd_gather_rows(const rd_ctx *ctx, const void *mine, void *all, int64_t n_rows, int64_t block_rows,
                    size_t elem);
+/* rd_gather_rows with rank 0's own rows already in place at the start of buf (its rows come
+ * first); buf holds n_rows rows on rank 0 and the rank's own rows elsewhere. */
+int rd_gather_rows_inplace(const rd_ctx *ctx, void *buf, int64_t n_rows, int64_t block_rows, size_t elem);
+/* The reverse of rd_gather_rows: rank 0's `all` cut into every rank's rows. */
+int rd_scatter_rows(const rd_ctx *ctx, const void *all, void *mine, int64_t n_rows, int64_t block_rows, size_t elem);
 /* Point-to-point bytes of any size (chunked below INT_MAX), tag `tag`. */
 int rd_send_bytes(const rd_ctx *ctx, const void *buf, size_t nbytes, int dest, int tag);
 int rd_recv_bytes(const rd_ctx *ctx, void *buf, size_t nbytes, int src, int tag);
@@ -62,8 +67,21 @@ typedef int (*rd_task_fn)(int64_t task, void *arg, double **out, int64_t *n_out,
 int rd_run_tasks(const rd_ctx *ctx, int64_t n_tasks, const double *cost, rd_task_fn fn, void *arg,
                  double ***results, int64_t **lens, rd_status *st);
 void rd_free_task_results(double **results, int64_t *lens, int64_t n_tasks);
-/* The rank of each task under the rule above (owner[k]). */
+/* The same with some tasks pinned to a rank (pin[k] >= 0: only that rank has the task's data); the
+ * others are spread around them. */
+int rd_run_tasks_pinned(const rd_ctx *ctx, int64_t n_tasks, const double *cost, const int *pin, rd_task_fn fn,
+                        void *arg, double ***results, int64_t **lens, rd_status *st);
+/* The rank of each task under the rule above (owner[k]); pin may be NULL. */
 void rd_assign_tasks(int64_t n_tasks, const double *cost, int size, int *owner);
+void rd_assign_tasks_pinned(int64_t n_tasks, const double *cost, const int *pin, int size, int *owner);
+
+/* Waits that leave the core to others: a barrier, and a one-byte token from src (sent with
+ * rd_signal), tested first in a tight loop and then with 0.1 ms pauses. For waits on another rank's
+ * long serial work: MPI's own waits poll without pause, which on a shared machine (or with more
+ * ranks than cores) slows the rank being waited for. */
+int rd_barrier_paced(const rd_ctx *ctx);
+int rd_wait_for(const rd_ctx *ctx, int src, int tag);
+int rd_signal(const rd_ctx *ctx, int dest, int tag);
 
 /* Aborts the communicator after printing a message: for failures inside collective I/O, where a
  * local recovery would leave other ranks waiting. */

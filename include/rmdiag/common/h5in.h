@@ -1,6 +1,7 @@
-/* Reading inputs as h5py writes them: any integer width, enum booleans, float32/float64,
- * fixed or variable-length UTF-8 strings, chunked and compressed datasets. Every error names
- * the file and dataset and says what was expected. */
+/* Reading inputs as h5py writes them: any integer width, h5py booleans, float32/float64, fixed or
+ * variable-length UTF-8 strings, chunked and compressed datasets (any filter whose plugin loads).
+ * Inputs are untrusted: links, types, filters, declared shapes and string heaps are checked before
+ * anything is allocated or read. Every error names the file and dataset and says what was expected. */
 #ifndef RMDIAG_H5IN_H
 #define RMDIAG_H5IN_H
 
@@ -25,7 +26,12 @@ typedef struct rd_dsinfo {
   rd_tclass tclass;
   size_t tsize;       /* bytes per element in the file */
   int is_signed;      /* integers */
+  char tdesc[160];    /* RD_TC_OTHER: what the type is ("an enum type (...)"), for messages */
 } rd_dsinfo;
+
+/* Makes the filter plugins Debian installs beside HDF5 findable (both the parallel and the serial
+ * plugin folders) unless HDF5_PLUGIN_PATH is set; rd_h5_open calls it. */
+void rd_h5_plugin_defaults(void);
 
 /* Opens an input read-only: serial driver (comm = MPI_COMM_NULL) or MPI-IO on `comm`. */
 int rd_h5_open(const char *file, MPI_Comm comm, hid_t *out, rd_status *st);
@@ -34,8 +40,16 @@ void rd_h5_close(hid_t f);
 /* 1 if the object exists at `path` (every intermediate group checked), else 0. */
 int rd_h5_exists(hid_t f, const char *path);
 
-/* Describes dataset `path`; a missing one is an RD_EINPUT error naming `file` and `path`. */
+/* Describes dataset `path`; a missing one is an RD_EINPUT error naming `file` and `path`, and so is
+ * one that cannot be read safely: a link that leads nowhere, a filter whose plugin does not load, a
+ * declared shape the file's storage does not hold (contiguous data past the end of the file, chunks
+ * never written, external or virtual storage) or one too large for memory to read. */
 int rd_h5_info(hid_t f, const char *file, const char *path, rd_dsinfo *info, rd_status *st);
+
+/* Checks that `bytes` of memory (what reading `info` needs here: `what`, "this rank's rows") fit in
+ * what this process may use: the smallest of physical memory, ulimit -v / -d, the cgroup's limit and
+ * RMDIAG_MEMORY_LIMIT. Else an RD_EINPUT error naming the file, dataset and shape. */
+int rd_h5_check_memory(const char *file, const rd_dsinfo *info, double bytes, const char *what, rd_status *st);
 
 /* Checks rank and class; `what` completes "expected ..." in the message. */
 int rd_h5_expect(const rd_dsinfo *info, const char *file, int ndims, int classes_mask, const char *what,

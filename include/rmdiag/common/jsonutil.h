@@ -53,9 +53,17 @@ int64_t rd_utf8_invalid_at(const char *s, size_t n);
 int64_t rd_json_nul_escape_at(const char *text, size_t len);
 
 /* RD_EINPUT naming `where` (e.g. "FILE: line N") when a key appears twice in one object anywhere
- * inside v: JSON readers disagree on which of two equal keys counts (cJSON the first, Python the
- * last), so data files refuse them. */
+ * inside v (the first such key in document order; O(n log n) in the keys of an object): JSON
+ * readers disagree on which of two equal keys counts (cJSON the first, Python the last), so data
+ * files refuse them. */
 int rd_json_no_duplicate_keys(const cJSON *v, const char *where, rd_status *st);
+
+/* The first position i (in order) whose string repeats an earlier one, with *first the position of
+ * that earlier one, or -1; NULL strings never count. O(n log n): for checks over lists that a
+ * 64 MiB job file or a 100 MB data file can make long. */
+int64_t rd_first_duplicate(const char *const *strs, int64_t n, int64_t *first);
+/* The same for integers. */
+int64_t rd_first_duplicate_i64(const int64_t *vals, int64_t n, int64_t *first);
 
 /* Parses a whole buffer strictly (no trailing garbage); errors give line and column. */
 cJSON *rd_json_parse(const char *text, size_t len, const char *file, rd_status *st);

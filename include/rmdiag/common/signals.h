@@ -1,5 +1,5 @@
 /* What a signal must undo. Outputs are written under temporary names and renamed into place;
- * SIGTERM/SIGINT/SIGHUP (and faults) remove any registered temporary file, roll back an output
+ * SIGTERM/SIGINT/SIGHUP/SIGQUIT (and faults) remove any registered temporary file, roll back an output
  * replacement in progress and remove the folders a failed run created, so an interrupted job
  * leaves no half-written output. Everything the handler touches is async-signal-safe. */
 #ifndef RMDIAG_COMMON_SIGNALS_H
@@ -7,7 +7,8 @@
 
 #include <stddef.h>
 
-/* Installs the SIGTERM/SIGINT/SIGHUP handlers that unlink registered temporary files. */
+/* Installs the SIGTERM/SIGINT/SIGHUP/SIGQUIT (and SIGBUS/SIGSEGV/SIGABRT) handlers that unlink
+ * registered temporary files, and ignores SIGXFSZ (a write past ulimit -f then fails with EFBIG). */
 void rd_signals_install(void);
 /* Registers / unregisters a temporary path for removal on a signal (at most a few at a time). */
 void rd_tmp_register(const char *path);
@@ -21,8 +22,13 @@ void rd_made_dir_forget(void);
  * (the length of its prefix of `dir`). */
 void rd_made_dir_begin(const char *dir);
 void rd_made_dir_note(size_t end);
-/* Removes every registered temporary file, and the registered folder if empty (signal handlers,
- * aborts), after rolling back an output replacement in progress. Async-signal-safe. */
+/* The lock file of the output folder this process holds (rd_dir_lock_take): removed by
+ * rd_tmp_cleanup before the folders it made. */
+void rd_lock_register(const char *path);
+void rd_lock_unregister(void);
+/* Removes every registered temporary file and the held lock file, and the folders this run made
+ * if empty (signal handlers, aborts), after rolling back an output replacement in progress.
+ * Async-signal-safe. */
 void rd_tmp_cleanup(void);
 
 /* The replacement of a finished job's outputs, journalled so that a signal in the middle restores

@@ -5,11 +5,11 @@
 
 #include <stdint.h>
 
-/* NumLeak's numeric reply parser (docs/reference.md, 'Import formats'): NFKC, the four dashes to '-', every number followed
- * by % or "percent" and every number followed by bps / basis point(s) (÷ 100) averaged; with no
- * such hit, a reply of at most 30 code points gives its first bare number not touching an ASCII
- * letter, rejected above 100 in absolute value. Returns 1 with *value set, 0 for "no number",
- * -1 when `text` is not valid UTF-8. `text` may be NULL (no number). */
+/* NumLeak's numeric reply parser (docs/reference.md, 'numleak'): NFKC, the four dashes to '-',
+ * every number followed by % or "percent" and every number followed by bps / basis point(s) (÷ 100)
+ * averaged; with no such hit, a reply of at most 30 code points gives its first bare number not
+ * touching an ASCII letter, rejected above 100 in absolute value. Returns 1 with *value set, 0 for
+ * "no number", -1 when `text` is not valid UTF-8. `text` may be NULL (no number). */
 int rd_numleak_parse_numeric(const char *text, double *value);
 
 /* NumLeak's two-month ranking parser (parse_comparative): month_a and month_b are YYYYMM.

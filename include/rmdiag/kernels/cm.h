@@ -31,6 +31,10 @@ struct rd_cm_kernels {
 /* The CPU reference (also what the CUDA kernel is tested against); returns 0, or -1 when memory
  * runs out. */
 int rd_cm_pairs_cpu(const rd_cm_block *in, rd_cm_pairs *out);
+/* The CPU kernel a chunk at a time (for callers that stream the rows once): at most
+ * rd_cm_chunk_pairs(n_runs) pairs, with a workspace of 2 * rd_cm_chunk_pairs(n_runs) * n_runs doubles. */
+int64_t rd_cm_chunk_pairs(int64_t n_runs);
+void rd_cm_pairs_cpu_chunk(const rd_cm_block *in, rd_cm_pairs *out, double *work);
 extern const struct rd_cm_kernels rd_cm_kernels_cpu;
 
 /* The logistic function, stable for any argument (no overflow past |x| > 709). */

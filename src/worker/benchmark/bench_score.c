@@ -1,13 +1,12 @@
-/* Scoring for the benchmark report: subset values from per-item credits (or given accuracies),
- * RewardBench 2's Ties composite, sections and the overall score, bootstrap replicates, paired
- * comparisons, the report object and the leaderboard table. The point estimate is the same
+/* benchmark: scoring. Subset values from per-item credits (or given accuracies), RewardBench 2's Ties
+ * composite, sections and the overall score, bootstrap replicates and paired comparisons (see
+ * docs/reference.md, 'Subset values' and 'Sections and score'). The point estimate is the same
  * computation as a bootstrap replicate with every unit drawn once. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench_internal.h"
-#include "rmdiag/common/jsonutil.h"
 #include "rmdiag/kernels/stats.h"
 
 /* ---- evaluation tables ------------------------------------------------------------------------ */
@@ -42,26 +41,11 @@ static int64_t gcd64(int64_t a, int64_t b) {
   return a;
 }
 
-int bench_eval_init(bench_eval *E, const bench_plan *p, const bench_opts *o, const double *credit, rd_status *st) {
+/* Ls[s]: the least common denominator of subset s's credits when it is small enough for exact int16
+ * sums (scale × items <= INT16_MAX), 1 for 0/1 credits, 0 for doubles; one pass along the rows. */
+static void eval_scales(const bench_plan *p, const double *credit, int64_t *Ls) {
   const bench_dims *d = &p->d;
-  int64_t S = d->S, M = d->M, I = d->I, Mp = round8(M), Mp16 = (M + 31) / 32 * 32, Mp8 = (M + 63) / 64 * 64;
-  E->p = p;
-  E->o = o;
-  E->Mp = Mp;
-  E->Mp16 = Mp16;
-  E->Mp8 = Mp8;
-  E->ct_first = malloc(sizeof(int64_t) * (size_t)S);
-  E->scale = calloc((size_t)S, sizeof *E->scale);
-  if (!E->ct_first || !E->scale) return rd_fail(st, RD_EFAIL, "out of memory");
-  for (int64_t s = 0; s < S; s++) E->ct_first[s] = -1;
-  if (d->accuracy_mode) return RD_OK;
-  /* which subsets have credits with a small common denominator: one pass along the rows */
-  int64_t *Ls = malloc(sizeof(int64_t) * (size_t)S), *row_of = malloc(sizeof(int64_t) * (size_t)I);
-  if (!Ls || !row_of) {
-    free(Ls);
-    free(row_of);
-    return rd_fail(st, RD_EFAIL, "out of memory");
-  }
+  int64_t S = d->S, M = d->M, I = d->I;
   for (int64_t s = 0; s < S; s++) Ls[s] = 1;
   for (int64_t m = 0; m < M; m++) {
     const double *cr = credit + m * I;
@@ -79,32 +63,31 @@ int bench_eval_init(bench_eval *E, const bench_plan *p, const bench_opts *o, con
       if (Ls[s] * p->subset_n[s] > INT16_MAX) Ls[s] = 0;
     }
   }
-  int64_t rows = 0, rows16 = 0, rows8 = 0;
-  for (int64_t s = 0; s < S; s++) {
+}
+
+/* Which table holds each subset and from which row (ct_first, scale); row_of[i]: item i's row in
+ * its table. rows[0..2]: rows of CT, CT16, CT8. */
+static void eval_rows(bench_eval *E, const bench_plan *p, int64_t *Ls, int64_t *row_of, int64_t rows[3]) {
+  const bench_dims *d = &p->d;
+  rows[0] = rows[1] = rows[2] = 0;
+  for (int64_t s = 0; s < d->S; s++) {
     if (p->subset_n[s] == 0 || s == d->ties_subset) continue;
     if (Ls[s] * p->subset_n[s] > INT16_MAX) Ls[s] = 0;
     E->scale[s] = (int32_t)Ls[s];
-    E->ct_first[s] = Ls[s] == 1 ? rows8 : Ls[s] > 1 ? rows16 : rows;
-    if (Ls[s] == 1) rows8 += p->subset_n[s];
-    else if (Ls[s] > 1) rows16 += p->subset_n[s];
-    else rows += p->subset_n[s];
+    E->ct_first[s] = Ls[s] == 1 ? rows[2] : Ls[s] > 1 ? rows[1] : rows[0];
+    if (Ls[s] == 1) rows[2] += p->subset_n[s];
+    else if (Ls[s] > 1) rows[1] += p->subset_n[s];
+    else rows[0] += p->subset_n[s];
   }
-  for (int64_t s = 0; s < S; s++)
+  for (int64_t s = 0; s < d->S; s++)
     for (int64_t t = 0; E->ct_first[s] >= 0 && t < p->subset_n[s]; t++)
       row_of[p->subset_items[p->subset_first[s] + t]] = E->ct_first[s] + t;
-  free(Ls);
-  /* each subset's items as rows of the models' credits (padded with zeros), so a sum over drawn
-   * items runs over contiguous lanes; filled eight models at a time along the credit rows */
-  E->CT = rd_malloc_big(sizeof(double) * (size_t)(rows * Mp + 8), st, "credits by subset");
-  E->CT16 = E->CT ? rd_malloc_big(sizeof(int16_t) * (size_t)(rows16 * Mp16 + 32), st, "credits by subset") : NULL;
-  E->CT8 = E->CT16 ? rd_malloc_big((size_t)(rows8 * Mp8 + 64), st, "credits by subset") : NULL;
-  if (!E->CT || !E->CT16 || !E->CT8) {
-    free(row_of);
-    return st->code;
-  }
-  memset(E->CT16, 0, sizeof(int16_t) * (size_t)(rows16 * Mp16));
-  memset(E->CT8, 0, (size_t)(rows8 * Mp8));
-  memset(E->CT, 0, sizeof(double) * (size_t)(rows * Mp));
+}
+
+/* Each subset's items as rows of the models' credits (padded with zeros), so a sum over drawn
+ * items runs over contiguous lanes; filled eight models at a time along the credit rows. */
+static void eval_fill(bench_eval *E, const bench_plan *p, const double *credit, const int64_t *row_of) {
+  int64_t M = p->d.M, I = p->d.I;
   for (int64_t m0 = 0; m0 < M; m0 += 8) {
     int64_t mm = M - m0 < 8 ? M - m0 : 8;
     for (int64_t i = 0; i < I; i++) {
@@ -112,18 +95,54 @@ int bench_eval_init(bench_eval *E, const bench_plan *p, const bench_opts *o, con
       if (E->ct_first[s] < 0) continue;
       int64_t L = E->scale[s];
       if (L == 1) {
-        uint8_t *dst = E->CT8 + row_of[i] * Mp8 + m0;
+        uint8_t *dst = E->CT8 + row_of[i] * E->Mp8 + m0;
         for (int64_t k = 0; k < mm; k++) dst[k] = credit[(m0 + k) * I + i] == 1.0;
       } else if (L > 1) {
-        int16_t *dst = E->CT16 + row_of[i] * Mp16 + m0;
+        int16_t *dst = E->CT16 + row_of[i] * E->Mp16 + m0;
         /* c is num/den rounded with den dividing L: c * L is within an ulp of the integer num * L / den */
         for (int64_t k = 0; k < mm; k++) dst[k] = (int16_t)rint(credit[(m0 + k) * I + i] * (double)L);
       } else {
-        double *dst = E->CT + row_of[i] * Mp + m0;
+        double *dst = E->CT + row_of[i] * E->Mp + m0;
         for (int64_t k = 0; k < mm; k++) dst[k] = credit[(m0 + k) * I + i];
       }
     }
   }
+}
+
+int bench_eval_init(bench_eval *E, const bench_plan *p, const bench_opts *o, const double *credit, rd_status *st) {
+  const bench_dims *d = &p->d;
+  int64_t S = d->S, M = d->M, I = d->I;
+  E->p = p;
+  E->o = o;
+  E->Mp = round8(M);
+  E->Mp16 = (M + 31) / 32 * 32;
+  E->Mp8 = (M + 63) / 64 * 64;
+  E->ct_first = malloc(sizeof(int64_t) * (size_t)S);
+  E->scale = calloc((size_t)S, sizeof *E->scale);
+  if (!E->ct_first || !E->scale) return rd_fail(st, RD_EFAIL, "out of memory");
+  for (int64_t s = 0; s < S; s++) E->ct_first[s] = -1;
+  if (d->accuracy_mode) return RD_OK;
+  int64_t *Ls = malloc(sizeof(int64_t) * (size_t)S), *row_of = malloc(sizeof(int64_t) * (size_t)I);
+  if (!Ls || !row_of) {
+    free(Ls);
+    free(row_of);
+    return rd_fail(st, RD_EFAIL, "out of memory");
+  }
+  int64_t rows[3];
+  eval_scales(p, credit, Ls);
+  eval_rows(E, p, Ls, row_of, rows);
+  free(Ls);
+  E->CT = rd_malloc_big(sizeof(double) * (size_t)(rows[0] * E->Mp + 8), st, "credits by subset");
+  E->CT16 = E->CT ? rd_malloc_big(sizeof(int16_t) * (size_t)(rows[1] * E->Mp16 + 32), st, "credits by subset") : NULL;
+  E->CT8 = E->CT16 ? rd_malloc_big((size_t)(rows[2] * E->Mp8 + 64), st, "credits by subset") : NULL;
+  if (!E->CT || !E->CT16 || !E->CT8) {
+    free(row_of);
+    return st->code;
+  }
+  memset(E->CT16, 0, sizeof(int16_t) * (size_t)(rows[1] * E->Mp16));
+  memset(E->CT8, 0, (size_t)(rows[2] * E->Mp8));
+  memset(E->CT, 0, sizeof(double) * (size_t)(rows[0] * E->Mp));
+  eval_fill(E, p, credit, row_of);
   free(row_of);
   return RD_OK;
 }
@@ -206,10 +225,12 @@ static void ties_composite(int64_t M, const double *sum, double *val) {
 
 /* ---- one evaluation ---------------------------------------------------------------------------- */
 
-void bench_evaluate(const bench_eval *E, const uint32_t *const *draws, double *val, double *acc, double *out) {
+/* Subset values val[s * M + m]: given accuracies, the Ties composite over the drawn prompts, or the
+ * mean credit over the drawn items (NaN for subsets not evaluated). */
+static void evaluate_subsets(const bench_eval *E, const uint32_t *const *draws, double *val, double *acc) {
   const bench_plan *p = E->p;
   const bench_dims *d = &p->d;
-  int64_t S = d->S, M = d->M, K = d->n_sec + 1;
+  int64_t S = d->S, M = d->M;
   for (int64_t s = 0; s < S; s++) {
     double *v = val + s * M;
     if (d->accuracy_mode) {
@@ -242,40 +263,49 @@ void bench_evaluate(const bench_eval *E, const uint32_t *const *draws, double *v
       for (int64_t m = 0; m < M; m++) v[m] = acc[m] / (double)n;
     }
   }
-  /* sections: sum of value × weight over the subsets present, in the scheme's order, divided by
-   * the sum of their weights; a section with none present is left out of the score */
-  if (!d->accuracy_mode) {
-    /* the subsets present are the same for every model: sums over contiguous model lanes */
-    double *num = acc, *ss = acc + M;
-    for (int64_t m = 0; m < M; m++) ss[m] = 0.0;
-    double sw = 0.0;
-    for (int64_t k = 0; k < d->n_sec; k++) {
-      double den = 0.0;
-      int any = 0;
-      for (int64_t m = 0; m < M; m++) num[m] = 0.0;
-      for (int64_t e = p->sec_first[k]; e < p->sec_first[k + 1]; e++) {
-        int32_t s = p->ent_subset[e];
-        if (s < 0) continue;
-        const double *v = val + s * M, w = p->ent_weight[e];
-        for (int64_t m = 0; m < M; m++) num[m] += v[m] * w;
-        den += w;
-        any = 1;
-      }
-      if (!any) {
-        for (int64_t m = 0; m < M; m++) out[m * K + k] = NAN;
-        continue;
-      }
-      double cw = p->sec_score_w[k];
-      for (int64_t m = 0; m < M; m++) {
-        double sec = num[m] / den;
-        out[m * K + k] = sec;
-        ss[m] += cw * sec;
-      }
-      sw += cw;
+}
+
+/* Sections and score from per-item credits: the subsets present are the same for every model, so
+ * the sums run over contiguous model lanes (scratch: 2 M doubles). */
+static void sections_items(const bench_eval *E, const double *val, double *scratch, double *out) {
+  const bench_plan *p = E->p;
+  const bench_dims *d = &p->d;
+  int64_t M = d->M, K = d->n_sec + 1;
+  double *num = scratch, *ss = scratch + M;
+  for (int64_t m = 0; m < M; m++) ss[m] = 0.0;
+  double sw = 0.0;
+  for (int64_t k = 0; k < d->n_sec; k++) {
+    double den = 0.0;
+    int any = 0;
+    for (int64_t m = 0; m < M; m++) num[m] = 0.0;
+    for (int64_t e = p->sec_first[k]; e < p->sec_first[k + 1]; e++) {
+      int32_t s = p->ent_subset[e];
+      if (s < 0) continue;
+      const double *v = val + s * M, w = p->ent_weight[e];
+      for (int64_t m = 0; m < M; m++) num[m] += v[m] * w;
+      den += w;
+      any = 1;
     }
-    for (int64_t m = 0; m < M; m++) out[m * K + d->n_sec] = sw > 0.0 ? ss[m] / sw : NAN;
-    return;
+    if (!any) {
+      for (int64_t m = 0; m < M; m++) out[m * K + k] = NAN;
+      continue;
+    }
+    double cw = p->sec_score_w[k];
+    for (int64_t m = 0; m < M; m++) {
+      double sec = num[m] / den;
+      out[m * K + k] = sec;
+      ss[m] += cw * sec;
+    }
+    sw += cw;
   }
+  for (int64_t m = 0; m < M; m++) out[m * K + d->n_sec] = sw > 0.0 ? ss[m] / sw : NAN;
+}
+
+/* Sections and score from given accuracies: each model over the subsets it has a value for. */
+static void sections_accuracies(const bench_eval *E, const double *val, double *out) {
+  const bench_plan *p = E->p;
+  const bench_dims *d = &p->d;
+  int64_t S = d->S, M = d->M, K = d->n_sec + 1;
   for (int64_t m = 0; m < M; m++) {
     double *o = out + m * K, ss = 0.0, sw = 0.0;
     for (int64_t k = 0; k < d->n_sec; k++) {
@@ -295,6 +325,14 @@ void bench_evaluate(const bench_eval *E, const uint32_t *const *draws, double *v
     }
     o[d->n_sec] = sw > 0.0 ? ss / sw : NAN;
   }
+}
+
+/* Sections: sum of value × weight over the subsets present, in the scheme's order, divided by the
+ * sum of their weights; a section with none present is left out of the score. */
+void bench_evaluate(const bench_eval *E, const uint32_t *const *draws, double *val, double *acc, double *out) {
+  evaluate_subsets(E, draws, val, acc);
+  if (E->p->d.accuracy_mode) sections_accuracies(E, val, out);
+  else sections_items(E, val, acc, out);
 }
 
 /* ---- bootstrap ---------------------------------------------------------------------------------- */
@@ -371,227 +409,4 @@ void bench_compare_pair(const double *sa, const double *sb, int64_t B, double *s
   out[1] = hi;
   out[2] = p;
   out[3] = (double)used;
-}
-
-/* ---- report -------------------------------------------------------------------------------------- */
-
-static const char *scheme_name(int scheme) {
-  return scheme == BENCH_V1 ? "rewardbench-v1" : scheme == BENCH_V2 ? "rewardbench-v2" : "custom";
-}
-
-static const char *section_name(const bench_opts *o, int64_t k) {
-  return k < o->n_sections ? o->sections[k].name : "Prior Sets";
-}
-
-/* Ties details for the report (point estimate). */
-static cJSON *ties_json(const bench_ties *t, int64_t m) {
-  int64_t P = t->P, M = t->M;
-  double sum[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  for (int64_t q = 0; q < P; q++) {
-    const double *x = t->X + q * t->ld;
-    for (int k = 0; k < 5; k++) sum[k] += x[k * M + m];
-    for (int k = 0; k < 3; k++) sum[5 + k] += x[5 * M + k];
-  }
-  double nt = sum[5], nr = sum[6], nb = sum[7];
-  cJSON *o = cJSON_CreateObject();
-  cJSON_AddNumberToObject(o, "n_prompts_tied", nt);
-  cJSON_AddNumberToObject(o, "n_prompts_ref", nr);
-  cJSON_AddNumberToObject(o, "n_prompts_both", nb);
-  rd_json_add(o, "tied_accuracy", rd_json_num(nt > 0 ? sum[0] / nt : 0.0));
-  rd_json_add(o, "ref_accuracy", rd_json_num(nr > 0 ? sum[1] / nr : 0.0));
-  rd_json_add(o, "correctness_preferred", rd_json_num(nb > 0 ? sum[2] / nb : NAN));
-  rd_json_add(o, "correctness_preferred_hard", rd_json_num(nb > 0 ? sum[3] / nb : NAN));
-  rd_json_add(o, "margin", rd_json_num(nb > 0 ? sum[4] / nb : NAN));
-  return o;
-}
-
-/* Ranks in input order, sorted by score descending (undefined scores last). */
-static const double *sort_scores;
-static int by_score(const void *a, const void *b) {
-  int64_t i = *(const int64_t *)a, j = *(const int64_t *)b;
-  double x = sort_scores[i], y = sort_scores[j];
-  int nx = isnan(x), ny = isnan(y);
-  if (nx != ny) return nx - ny;
-  if (!nx && x != y) return x > y ? -1 : 1;
-  return (i > j) - (i < j);
-}
-
-int bench_report(const bench_report_in *in, cJSON **result, double **subset_score, rd_status *st) {
-  const bench_plan *p = in->p;
-  const bench_opts *o = in->o;
-  const bench_dims *d = &p->d;
-  int64_t S = d->S, M = d->M, I = d->I, K = d->n_sec + 1, B = in->B;
-  double *val = malloc(sizeof(double) * (size_t)(S * M)), *acc = malloc(sizeof(double) * (size_t)bench_scratch_len(in->E));
-  double *pt = malloc(sizeof(double) * (size_t)(M * K)), *ss = malloc(sizeof(double) * (size_t)(M * S));
-  double *lo = malloc(sizeof(double) * (size_t)(M * K)), *hi = malloc(sizeof(double) * (size_t)(M * K));
-  int64_t *order = malloc(sizeof(int64_t) * (size_t)M);
-  double *scores = malloc(sizeof(double) * (size_t)M);
-  if (!val || !acc || !pt || !ss || !lo || !hi || !order || !scores) {
-    free(val), free(acc), free(pt), free(ss), free(lo), free(hi), free(order), free(scores);
-    return rd_fail(st, RD_EFAIL, "out of memory");
-  }
-  bench_evaluate(in->E, NULL, val, acc, pt);
-  for (int64_t m = 0; m < M; m++)
-    for (int64_t s = 0; s < S; s++) ss[m * S + s] = val[s * M + m];
-
-  /* percentile intervals of sections and score (computed by the ranks that own them); replicates
-   * with an undefined value are dropped */
-  int64_t dropped = 0;
-  for (int64_t q = 0; q < M * K; q++) {
-    lo[q] = B > 0 ? in->ci[3 * q] : NAN;
-    hi[q] = B > 0 ? in->ci[3 * q + 1] : NAN;
-    if (B > 0 && in->ci[3 * q + 2] > (double)dropped) dropped = (int64_t)in->ci[3 * q + 2];
-  }
-
-  cJSON *r = cJSON_CreateObject();
-  cJSON_AddStringToObject(r, "scheme", scheme_name(o->scheme));
-  cJSON_AddStringToObject(r, "item_rule", o->rule == RD_BENCH_STRICT ? "strict" : "tie-credit");
-  cJSON_AddStringToObject(r, "input", d->accuracy_mode ? "subset_accuracy" : "items");
-  cJSON_AddNumberToObject(r, "n_models", (double)M);
-  cJSON_AddNumberToObject(r, "n_items", (double)(d->accuracy_mode ? 0 : I));
-  cJSON_AddNumberToObject(r, "n_subsets", (double)S);
-  cJSON *miss = cJSON_AddArrayToObject(r, "missing_subsets");
-  for (int q = 0; q < in->n_missing; q++) cJSON_AddItemToArray(miss, cJSON_CreateString(in->missing[q]));
-  cJSON *models = cJSON_AddArrayToObject(r, "models");
-  for (int64_t m = 0; m < M; m++) {
-    cJSON *e = cJSON_CreateObject();
-    cJSON_AddStringToObject(e, "model", bench_model_name(p, m));
-    cJSON *subs = cJSON_AddObjectToObject(e, "subsets");
-    for (int64_t s = 0; s < S; s++) {
-      double v = val[s * M + m];
-      if (p->subset_n[s] == 0 || (d->accuracy_mode && isnan(v))) continue;
-      cJSON *x = cJSON_CreateObject();
-      if (d->accuracy_mode) {
-        cJSON_AddNullToObject(x, "n");
-        rd_json_add(x, "score", rd_json_num(v));
-        cJSON_AddNullToObject(x, "wilson95");
-      } else if (s == d->ties_subset && in->E->ties.P > 0) {
-        cJSON_AddNumberToObject(x, "n", (double)p->subset_n[s]);
-        rd_json_add(x, "score", rd_json_num(v));
-        cJSON_AddNullToObject(x, "wilson95");
-        cJSON_AddItemToObject(x, "composite", ties_json(&in->E->ties, m));
-      } else {
-        /* Wilson interval when every credit is 0 or 1 */
-        int64_t n = p->subset_n[s];
-        const int64_t *items = p->subset_items + p->subset_first[s];
-        double k = 0.0;
-        int binary = 1;
-        for (int64_t t = 0; t < n; t++) {
-          double c = in->credit[m * I + items[t]];
-          k += c;
-          binary &= c == 0.0 || c == 1.0;
-        }
-        double wl = NAN, wh = NAN;
-        if (binary) rd_wilson(k, (double)n, &wl, &wh);
-        cJSON_AddNumberToObject(x, "n", (double)n);
-        rd_json_add(x, "score", rd_json_num(v));
-        rd_json_add(x, "credit", rd_json_num(k));
-        rd_json_add(x, "wilson95", rd_json_pair(wl, wh));
-      }
-      cJSON_AddItemToObject(subs, bench_subset_name(p, s), x);
-    }
-    cJSON *secs = cJSON_AddObjectToObject(e, "sections");
-    for (int64_t k = 0; k < d->n_sec; k++) {
-      cJSON *x = cJSON_CreateObject();
-      rd_json_add(x, "score", rd_json_num(pt[m * K + k]));
-      rd_json_add(x, "ci95", rd_json_pair(lo[m * K + k], hi[m * K + k]));
-      cJSON_AddItemToObject(secs, section_name(o, k), x);
-    }
-    rd_json_add(e, "score", rd_json_num(pt[m * K + K - 1]));
-    rd_json_add(e, "score_ci95", rd_json_pair(lo[m * K + K - 1], hi[m * K + K - 1]));
-    cJSON_AddItemToArray(models, e);
-    scores[m] = pt[m * K + K - 1];
-    order[m] = m;
-  }
-  sort_scores = scores;
-  qsort(order, (size_t)M, sizeof *order, by_score);
-  sort_scores = NULL;
-  cJSON *lb = cJSON_AddArrayToObject(r, "leaderboard");
-  for (int64_t q = 0; q < M; q++) {
-    cJSON *x = cJSON_CreateObject();
-    cJSON_AddNumberToObject(x, "rank", (double)(q + 1));
-    cJSON_AddStringToObject(x, "model", bench_model_name(p, order[q]));
-    rd_json_add(x, "score", rd_json_num(scores[order[q]]));
-    cJSON_AddItemToArray(lb, x);
-  }
-
-  /* paired comparisons: replicate b's difference uses the same draws for both models */
-  cJSON *cmps = cJSON_AddArrayToObject(r, "comparisons");
-  for (int q = 0; q < in->n_cmp; q++) {
-    int64_t a = in->cmp_a[q], b = in->cmp_b[q];
-    cJSON *x = cJSON_CreateObject();
-    cJSON_AddStringToObject(x, "a", bench_model_name(p, a));
-    cJSON_AddStringToObject(x, "b", bench_model_name(p, b));
-    rd_json_add(x, "diff", rd_json_num(scores[a] - scores[b]));
-    const double *c = B > 0 ? in->cmp + 4 * q : NULL;
-    double cl = c ? c[0] : NAN, ch = c ? c[1] : NAN, pv = c ? c[2] : NAN;
-    int64_t used = c ? (int64_t)c[3] : 0;
-    rd_json_add(x, "ci95", rd_json_pair(cl, ch));
-    rd_json_add(x, "p", rd_json_num(pv));
-    cJSON_AddNumberToObject(x, "resamples", (double)used);
-    cJSON_AddItemToArray(cmps, x);
-  }
-  cJSON *bo = cJSON_AddObjectToObject(r, "bootstrap");
-  cJSON_AddNumberToObject(bo, "resamples", (double)B);
-  cJSON_AddStringToObject(bo, "unit", "item within its subset (Ties: prompt with its ref and tied rows)");
-  cJSON_AddNumberToObject(bo, "dropped", (double)dropped);
-
-  free(val), free(acc), free(pt), free(lo), free(hi), free(order), free(scores);
-  *subset_score = ss;
-  *result = r;
-  return RD_OK;
-}
-
-/* ---- leaderboard ---------------------------------------------------------------------------------- */
-
-static void fmt_num(char *buf, size_t n, const cJSON *v) {
-  if (cJSON_IsNumber(v)) snprintf(buf, n, "%.4f", v->valuedouble);
-  else snprintf(buf, n, "-");
-}
-
-void bench_leaderboard(FILE *out, const char *job, const cJSON *result) {
-  const cJSON *models = cJSON_GetObjectItemCaseSensitive(result, "models");
-  const cJSON *lb = cJSON_GetObjectItemCaseSensitive(result, "leaderboard");
-  const cJSON *first = models ? models->child : NULL;
-  if (!first || !lb) return;
-  const cJSON *secs = cJSON_GetObjectItemCaseSensitive(first, "sections");
-  int has_ci = 0;
-  for (const cJSON *m = models->child; m; m = m->next) has_ci |= cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(m, "score_ci95"));
-  fprintf(out, "%s: %s, %d models, %d items\n", job, cJSON_GetObjectItemCaseSensitive(result, "scheme")->valuestring,
-          cJSON_GetArraySize(models), (int)cJSON_GetObjectItemCaseSensitive(result, "n_items")->valuedouble);
-  fprintf(out, "%4s  %-7s", "rank", "score");
-  if (has_ci) fprintf(out, "  %-17s", "95% CI");
-  for (const cJSON *s = secs ? secs->child : NULL; s; s = s->next) {
-    int w = (int)strlen(s->string);
-    fprintf(out, "  %-*s", w < 7 ? 7 : w, s->string);
-  }
-  fprintf(out, "  model\n");
-  for (const cJSON *e = lb->child; e; e = e->next) {
-    const char *name = cJSON_GetObjectItemCaseSensitive(e, "model")->valuestring;
-    const cJSON *m = models->child;
-    while (m && strcmp(cJSON_GetObjectItemCaseSensitive(m, "model")->valuestring, name) != 0) m = m->next;
-    if (!m) continue;
-    char a[32], b[32], c[32];
-    fmt_num(a, sizeof a, cJSON_GetObjectItemCaseSensitive(m, "score"));
-    fprintf(out, "%4d  %-7s", (int)cJSON_GetObjectItemCaseSensitive(e, "rank")->valuedouble, a);
-    if (has_ci) {
-      const cJSON *ci = cJSON_GetObjectItemCaseSensitive(m, "score_ci95");
-      if (cJSON_IsArray(ci)) {
-        fmt_num(b, sizeof b, ci->child);
-        fmt_num(c, sizeof c, ci->child->next);
-        char both[80];
-        snprintf(both, sizeof both, "[%s, %s]", b, c);
-        fprintf(out, "  %-17s", both);
-      } else {
-        fprintf(out, "  %-17s", "-");
-      }
-    }
-    const cJSON *ms = cJSON_GetObjectItemCaseSensitive(m, "sections");
-    for (const cJSON *s = secs ? secs->child : NULL; s; s = s->next) {
-      int w = (int)strlen(s->string);
-      fmt_num(a, sizeof a, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ms, s->string), "score"));
-      fprintf(out, "  %-*s", w < 7 ? 7 : w, a);
-    }
-    fprintf(out, "  %s\n", name);
-  }
 }

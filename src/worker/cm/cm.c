@@ -14,12 +14,11 @@ static int cm_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd
   cm_task_results t;
   memset(&v, 0, sizeof v);
   memset(&t, 0, sizeof t);
-  if (cm_load(ctx, job, &in, st) == RD_OK && cm_pair_values(ctx, job, &in, &v, st) == RD_OK &&
-      cm_run_tasks(ctx, job, jf, &in, &v, &t, st) == RD_OK && ctx->rank == 0) {
-    /* rank 0 assembles the report and writes the outputs */
-    if (cm_report(job, &in.L, &in.u, v.cm, v.F, t.boot, o->bootstrap, t.res, &out->result, st) == RD_OK &&
-        cm_write_h5(out->h5, v.P, in.L.R, v.tm, v.tg, v.cm, v.n_train, st) == RD_OK && ctx->out)
-      cm_print(ctx->out, job, out->result);  /* stdout: --quiet silences stderr only */
+  if (cm_load(ctx, job, &in, &v, st) == RD_OK && cm_pair_values(ctx, job, &in, &v, st) == RD_OK &&
+      cm_run_tasks(ctx, job, jf, &in, &v, out->h5, &t, st) == RD_OK && ctx->rank == 0) {
+    /* rank 0 assembles the report (the per-pair datasets were written by one of its tasks) */
+    if (cm_report(job, &in.L, &in.u, v.cm, v.F, t.boot, o->bootstrap, t.res, &out->result, st) == RD_OK)
+      cm_extras(ctx, job, jf, &in, &v, out, st);  /* summary on stdout: --quiet silences stderr only */
     rd_timing_mark(ctx->rank, job->name, "report+h5");
   }
   rd_share_status(ctx, st, 0);
@@ -28,6 +27,13 @@ static int cm_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd
   cm_input_free(&in, o->n_strata);
   return st->code;
 }
+
+static const char *const cm_headlines[] = {
+    "tm.mean", "tg.mean", "cm.mean", "cm.median", "cm_negative_fraction", "user_macro.tm", "user_macro.tg",
+    "user_macro.cm", "strata[covariate,bin].cm", NULL,
+};
+
+int cm_init(hid_t f, const char *file, const char *group, cJSON *job, FILE *note, rd_status *st);  /* cm_init.c */
 
 const rd_kind rd_kind_cm = {
     .name = "cm",
@@ -38,5 +44,9 @@ const rd_kind rd_kind_cm = {
     .free_opts = cm_free_opts,
     .validate = cm_validate,
     .check = cm_check,
+    .estimate = cm_estimate,
     .run = cm_run,
+    .headlines = cm_headlines,
+    .view = cm_view,
+    .init = cm_init,
 };

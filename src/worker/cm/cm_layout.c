@@ -21,7 +21,8 @@ static const rd_h5_dataset cm_datasets[] = {
 
 static const rd_h5_layout cm_layout_table = {.kind = "cm", .len_names = cm_lengths, .datasets = cm_datasets};
 
-/* The covariate of each stratum: covariates/<name>, numeric, one value per pair. */
+/* The covariate of each stratum: covariates/<name>, one value per pair: numbers, or for a categorical
+ * stratum the category names as strings. */
 static int check_covariates(hid_t f, const rd_job *job, cm_layout *L, rd_status *st) {
   const cm_opts *o = job->opts;
   const char *file = job->input;
@@ -35,7 +36,12 @@ static int check_covariates(hid_t f, const rd_job *job, cm_layout *L, rd_status 
       return rd_fail(st, RD_EINPUT, "%s: strata[%d] names covariate \"%s\" but dataset %s is missing", file, s,
                      o->strata[s].covariate, p);
     RD_TRY(rd_h5_info(f, file, p, &L->cov[s], st));
-    RD_TRY(rd_h5_expect(&L->cov[s], file, 1, RD_TCM(RD_TC_INT) | RD_TCM(RD_TC_FLOAT), "numeric [P]", st));
+    int cat = o->strata[s].bins == 0;
+    if (!cat && L->cov[s].tclass == RD_TC_STRING)
+      return rd_fail(st, RD_EINPUT, "%s: %s holds strings (category names): quantile bins need numbers; give "
+                     "strata[%d] \"categorical\": true (see docs/reference.md, 'cm input layout')", file, p, s);
+    RD_TRY(rd_h5_expect(&L->cov[s], file, 1, RD_TCM(RD_TC_INT) | RD_TCM(RD_TC_FLOAT) | (cat ? RD_TCM(RD_TC_STRING) : 0),
+                        cat ? "numeric or string (category names) [P]" : "numeric [P]", st));
     if (L->cov[s].dims[0] != L->P)
       return rd_fail(st, RD_EINPUT, "%s: %s has %lld entries, expected one per pair (%lld)", file, p,
                      (long long)L->cov[s].dims[0], (long long)L->P);
@@ -64,6 +70,7 @@ int cm_check_layout(hid_t f, const rd_job *job, cm_layout *L, rd_status *st) {
   if (L->R > 1000000)
     return rd_fail(st, RD_EINPUT, "%s: %s has %lld runs (at most 1000000 supported)", file, L->rc.path, (long long)L->R);
   L->ftype = (L->rc.tsize == 4 && L->rr.tsize == 4) ? RD_F32 : RD_F64;
+  cm_ids_find(f, job, L);
   return check_covariates(f, job, L, st);
 }
 
@@ -87,4 +94,8 @@ void cm_layout_offsets(hid_t f, cm_layout *L) {
   rd_h5_contig_offset(f, &L->rc, mt, &L->offset[0]);
   rd_h5_contig_offset(f, &L->rr, mt, &L->offset[1]);
   rd_h5_contig_offset(f, &L->flag, H5T_STD_U8LE, &L->offset[2]);
+  /* integer ids as 64-bit little-endian words (the values read_int_words would give) */
+  L->user_offset = -1;
+  if (L->user.tclass == RD_TC_INT && L->user.tsize == 8)
+    rd_h5_contig_offset(f, &L->user, L->user.is_signed ? H5T_STD_I64LE : H5T_STD_U64LE, &L->user_offset);
 }

@@ -13,8 +13,10 @@ void cm_free_opts(void *p) {
   free(o);
 }
 
-/* One entry of "strata": {"covariate": NAME, "bins": K} or {"covariate": NAME, "categorical": true}. */
-static int parse_stratum(const cJSON *s, int i, cm_opts *o, cJSON *eff_strata, const rd_where *where, rd_status *st) {
+/* One entry of "strata": {"covariate": NAME, "bins": K} or {"covariate": NAME, "categorical": true};
+ * `repeat_of`: the earlier entry with the same covariate, or -1. */
+static int parse_stratum(const cJSON *s, int i, int64_t repeat_of, cm_opts *o, cJSON *eff_strata, const rd_where *where,
+                         rd_status *st) {
   rd_where w = *where;
   snprintf(w.path, sizeof w.path, "%.500s: strata[%d]", where->path, i);
   if (!cJSON_IsObject(s)) return rd_fail(st, RD_EINPUT, "%s must be an object", w.path);
@@ -29,10 +31,9 @@ static int parse_stratum(const cJSON *s, int i, cm_opts *o, cJSON *eff_strata, c
   RD_TRY(rd_opt_bool(s, "categorical", 0, &categorical, &w, st));
   if (has_bins == categorical)
     return rd_fail(st, RD_EINPUT, "%s: give exactly one of \"bins\": K or \"categorical\": true", w.path);
-  for (int k = 0; k < i; k++)
-    if (strcmp(o->strata[k].covariate, cov) == 0)
-      return rd_fail(st, RD_EINPUT, "%s: covariate \"%s\" is already stratified by strata[%d] (one entry per covariate)",
-                     w.path, cov, k);
+  if (repeat_of >= 0)
+    return rd_fail(st, RD_EINPUT, "%s: covariate \"%s\" is already stratified by strata[%lld] (one entry per "
+                   "covariate)", w.path, cov, (long long)repeat_of);
   if (strlen(cov) > 200) return rd_fail(st, RD_EINPUT, "%s: covariate name longer than 200 bytes", w.path);
   o->strata[i].covariate = cov;
   if (has_bins) RD_TRY(rd_opt_int(s, "bins", 0, 1, 100000, &o->strata[i].bins, &w, st));
@@ -55,8 +56,19 @@ static int parse_strata(const cJSON *strata, void *field, void *opts, cJSON *eff
   o->n_strata = cJSON_GetArraySize(strata);
   o->strata = calloc((size_t)(o->n_strata ? o->n_strata : 1), sizeof *o->strata);
   if (!o->strata) return rd_fail(st, RD_EFAIL, "out of memory");
+  /* the first covariate that repeats an earlier one, found by sorting (the list may be long) */
+  const char **covs = malloc(sizeof(char *) * (size_t)(o->n_strata ? o->n_strata : 1));
+  if (!covs) return rd_fail(st, RD_EFAIL, "out of memory");
   int i = 0;
-  for (const cJSON *s = strata->child; s; s = s->next, i++) RD_TRY(parse_stratum(s, i, o, eff_strata, w, st));
+  for (const cJSON *s = strata->child; s; s = s->next, i++) {
+    const cJSON *c = cJSON_IsObject(s) ? cJSON_GetObjectItemCaseSensitive(s, "covariate") : NULL;
+    covs[i] = cJSON_IsString(c) ? c->valuestring : NULL;
+  }
+  int64_t first = -1, repeated = rd_first_duplicate(covs, o->n_strata, &first);
+  free(covs);
+  i = 0;
+  for (const cJSON *s = strata->child; s; s = s->next, i++)
+    RD_TRY(parse_stratum(s, i, i == repeated ? first : -1, o, eff_strata, w, st));
   return RD_OK;
 }
 

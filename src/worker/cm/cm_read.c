@@ -1,167 +1,15 @@
-/* cm: reading and checking the input. Rank 0 numbers the users and reads the covariates; every
- * rank maps or reads its own blocks of rows; then the values and the user split are checked. */
+/* cm: reading and checking the input. Rank 0 checks the layout and reads the covariates; every rank
+ * numbers the users of its pairs (cm_users.c) and maps or reads its own blocks of rows; one pass
+ * over them checks the values and the user split and, on the CPU, computes the per-pair values. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cm_internal.h"
-#include "rmdiag/common/idmap.h"
+#include "rmdiag/kernels/backend.h"
+#include "rmdiag/kernels/cm.h"
 #include "rmdiag/kernels/scan.h"
-
-void cm_users_free(cm_users *u) {
-  free(u->of_pair);
-  free(u->first_pair);
-  free(u->labels);
-  free(u->label_off);
-  memset(u, 0, sizeof *u);
-}
-
-/* Integer user ids: an open-addressing table keyed by the id (the common case, and the hot one),
- * doubled when half full, in front of the general map that numbers users in order of first
- * appearance and keeps their labels. */
-typedef struct id_table {
-  size_t cap, used;
-  uint64_t *key;
-  int32_t *val;  /* -1: empty slot */
-} id_table;
-
-static size_t id_slot(uint64_t id, size_t cap) { return (size_t)((id * 0x9E3779B97F4A7C15ull) >> 20) & (cap - 1); }
-
-static int id_table_init(id_table *t, size_t cap) {
-  t->cap = cap;
-  t->used = 0;
-  t->key = malloc(sizeof(uint64_t) * cap);
-  t->val = malloc(sizeof(int32_t) * cap);
-  if (!t->key || !t->val) return -1;
-  for (size_t i = 0; i < cap; i++) t->val[i] = -1;
-  return 0;
-}
-
-static void id_table_free(id_table *t) {
-  free(t->key);
-  free(t->val);
-  memset(t, 0, sizeof *t);
-}
-
-/* Doubles the table; returns -1 when out of memory (the old table stays valid). */
-static int id_table_grow(id_table *t) {
-  id_table n;
-  if (id_table_init(&n, 2 * t->cap) != 0) {
-    id_table_free(&n);
-    return -1;
-  }
-  for (size_t i = 0; i < t->cap; i++) {
-    if (t->val[i] < 0) continue;
-    size_t s = id_slot(t->key[i], n.cap);
-    while (n.val[s] >= 0) s = (s + 1) & (n.cap - 1);
-    n.key[s] = t->key[i];
-    n.val[s] = t->val[i];
-  }
-  n.used = t->used;
-  id_table_free(t);
-  *t = n;
-  return 0;
-}
-
-/* The user number of integer id `id` (adding it to `m` when new); -1 when out of memory, a value
- * above INT32_MAX when there are too many users. */
-static int64_t id_number(id_table *t, rd_idmap *m, uint64_t id) {
-  size_t s = id_slot(id, t->cap);
-  while (t->val[s] >= 0 && t->key[s] != id) s = (s + 1) & (t->cap - 1);
-  if (t->val[s] >= 0) return t->val[s];
-  int64_t k = rd_idmap_get(m, &id, sizeof id, NULL);
-  if (k < 0 || k > INT32_MAX) return k;
-  t->key[s] = id;
-  t->val[s] = (int32_t)k;
-  if (2 * ++t->used > t->cap && id_table_grow(t) != 0) return -1;
-  return k;
-}
-
-/* The users' labels for messages: "quoted" strings, or the integer ids as written. */
-static int users_labels(const rd_idmap *m, int is_string, int is_signed, cm_users *u, rd_status *st) {
-  u->U = m->n;
-  u->label_off = rd_malloc(sizeof(int64_t) * (size_t)(u->U + 1), st, "user labels");
-  size_t total = 0;
-  for (int64_t k = 0; k < u->U; k++) total += is_string ? m->lens[k] + 3 : 24;
-  u->labels = u->label_off ? rd_malloc(total + 1, st, "user labels") : NULL;
-  if (!u->labels) return st->code;
-  size_t pos = 0;
-  for (int64_t k = 0; k < u->U; k++) {
-    u->label_off[k] = (int64_t)pos;
-    if (is_string) {
-      pos += (size_t)sprintf(u->labels + pos, "\"%s\"", m->keys[k]) + 1;
-    } else {
-      uint64_t v;
-      memcpy(&v, m->keys[k], sizeof v);
-      if (is_signed) pos += (size_t)sprintf(u->labels + pos, "%lld", (long long)(int64_t)v) + 1;
-      else pos += (size_t)sprintf(u->labels + pos, "%llu", (unsigned long long)v) + 1;
-    }
-  }
-  u->label_off[u->U] = (int64_t)pos;
-  u->labels_len = pos;
-  return RD_OK;
-}
-
-/* Rank 0: reads the user column and numbers users by first appearance. */
-static int cm_users_read(hid_t f, const rd_job *job, const cm_layout *L, cm_users *u, rd_status *st) {
-  int64_t P = L->P;
-  rd_idmap m;
-  if (rd_idmap_init(&m, 1024) != 0) return rd_fail(st, RD_EFAIL, "out of memory");
-  u->of_pair = rd_malloc(sizeof(int32_t) * (size_t)P, st, "user index");
-  int rc = u->of_pair ? RD_OK : st->code;
-  int is_string = L->user.tclass == RD_TC_STRING;
-  char *sbuf = NULL;
-  int64_t *soff = NULL;
-  uint64_t *ids = NULL;
-  size_t slen = 0;
-  id_table t = {0};
-  if (rc == RD_OK) {
-    if (is_string) {
-      rc = rd_h5_read_strings(f, job->input, &L->user, &sbuf, &slen, &soff, st);
-    } else {
-      ids = rd_malloc(sizeof(uint64_t) * (size_t)P, st, "user ids");
-      rc = ids ? rd_h5_read_int_words(f, job->input, &L->user, 0, P, ids, st) : st->code;
-      if (rc == RD_OK && id_table_init(&t, 4096) != 0) rc = rd_fail(st, RD_EFAIL, "out of memory numbering users");
-    }
-  }
-  for (int64_t p = 0; rc == RD_OK && p < P; p++) {
-    int64_t id = is_string ? rd_idmap_get(&m, sbuf + soff[p], strlen(sbuf + soff[p]), NULL) : id_number(&t, &m, ids[p]);
-    if (id < 0) rc = rd_fail(st, RD_EFAIL, "out of memory numbering users");
-    else if (id > INT32_MAX) rc = rd_fail(st, RD_EINPUT, "%s: more than 2^31 users", job->input);
-    else u->of_pair[p] = (int32_t)id;
-  }
-  id_table_free(&t);
-  if (rc == RD_OK) rc = users_labels(&m, is_string, L->user.is_signed, u, st);
-  free(sbuf);
-  free(soff);
-  free(ids);
-  rd_idmap_free(&m);
-  return rc;
-}
-
-/* Every rank: broadcast of the user table, then the first pair of each user. */
-static int cm_users_share(const rd_ctx *ctx, int64_t P, cm_users *u, rd_status *st) {
-  long long head[2] = {(long long)u->U, (long long)u->labels_len};
-  RD_MPI_CHECK(ctx, MPI_Bcast(head, 2, MPI_LONG_LONG, 0, ctx->comm));
-  if (ctx->rank != 0) {
-    u->U = head[0];
-    u->labels_len = (size_t)head[1];
-    u->of_pair = malloc(sizeof(int32_t) * (size_t)P);
-    u->label_off = malloc(sizeof(int64_t) * (size_t)(u->U + 1));
-    u->labels = malloc(u->labels_len + 1);
-    if (!u->of_pair || !u->label_off || !u->labels) rd_abort(ctx, __FILE__, __LINE__, "out of memory for users");
-  }
-  rd_bcast_bytes(ctx, u->of_pair, sizeof(int32_t) * (size_t)P, 0);
-  rd_bcast_bytes(ctx, u->label_off, sizeof(int64_t) * (size_t)(u->U + 1), 0);
-  rd_bcast_bytes(ctx, u->labels, u->labels_len, 0);
-  u->first_pair = rd_malloc(sizeof(int64_t) * (size_t)u->U, st, "first pairs");
-  if (!u->first_pair) rd_abort(ctx, __FILE__, __LINE__, "out of memory for users");
-  for (int64_t k = 0; k < u->U; k++) u->first_pair[k] = -1;
-  for (int64_t p = 0; p < P; p++)
-    if (u->first_pair[u->of_pair[p]] < 0) u->first_pair[u->of_pair[p]] = p;
-  return RD_OK;
-}
 
 void cm_rows_free(cm_rows *w) {
   for (int i = 0; i < 3; i++) {
@@ -222,78 +70,135 @@ static const void *rows_get(hid_t f, const rd_job *job, const cm_layout *L, int 
   return w->own[which];
 }
 
-static int rows_read(const rd_ctx *ctx, hid_t f, const rd_job *job, const cm_layout *L, cm_rows *w, rd_status *st) {
-  (void)ctx;
-  int64_t n = w->hi - w->lo, R = L->R, good[3];
-  int f32 = L->ftype == RD_F32;
-  if (n == 0) return RD_OK;
+/* Maps or reads the rank's rows of the three datasets. good[which] counts the rows read before a
+ * read that failed (whose error is then in st, keyed by its block); values past it are not checked.
+ * Other failures (memory, mapping) leave a dataset NULL. */
+static void rows_load(hid_t f, const rd_job *job, const cm_layout *L, cm_rows *w, int64_t good[3], rd_status *st) {
+  int64_t n = w->hi - w->lo, R = L->R;
+  for (int i = 0; i < 3; i++) good[i] = n;
+  if (n == 0) return;
+  /* this rank's rows of the datasets read rather than mapped must fit in memory (a small compressed
+   * file can declare more than any machine holds) */
+  double need = 0;
+  for (int which = 0; which < 3; which++)
+    if (L->offset[which] < 0) need += (double)n * (double)R * (which == 2 ? 1.0 : L->ftype == RD_F32 ? 4.0 : 8.0);
+  if (rd_h5_check_memory(job->input, &L->rc, need, "holding this rank's rows of the [P, R] datasets", st) != RD_OK)
+    return;
   /* a read that fails leaves an error keyed by its failing block; the values before it are checked
-   * all the same (rd_fail_at keeps the lowest key). Other failures (memory, mapping) end here. */
-  if (!(w->rc = rows_get(f, job, L, 0, w->lo, n, w, &good[0], st))) return st->code;
-  if (!(w->rr = rows_get(f, job, L, 1, w->lo, n, w, &good[1], st))) return st->code;
-  /* in_train: mapped when stored as uint8 (then scanned for values other than 0/1), else read
-   * and checked while widening. Bad values get keys (element * 3 + 2), after which the reward
-   * checks keep whichever bad element comes first (rewards before flags within an element). */
-  const uint8_t *fl = rows_get(f, job, L, 2, w->lo, n, w, &good[2], st);
-  if (!fl) return st->code;
-  if (L->offset[2] >= 0) {
-    int64_t i = rd_first_above_u8(fl, n * R, 1);
-    if (i >= 0) {
-      int64_t p = w->lo + i / R, r = i % R;
-      rd_fail_at(st, RD_EINPUT, (p * R + r) * 3 + 2, "%s: %s[%lld, %lld] = %u, expected 0 or 1", job->input,
-                 L->flag.path, (long long)p, (long long)r, fl[i]);
-    }
-  }
-  w->flag = fl;
-  for (int which = 0; which < 2; which++) {
-    const rd_dsinfo *ds = which ? &L->rr : &L->rc;
-    const void *buf = which ? w->rr : w->rc;
-    int64_t i = f32 ? rd_first_nonfinite_f32(buf, good[which] * R) : rd_first_nonfinite_f64(buf, good[which] * R);
-    if (i >= 0) {
-      double v = f32 ? (double)((const float *)buf)[i] : ((const double *)buf)[i];
-      int64_t p = w->lo + i / R, r = i % R;
-      rd_fail_at(st, RD_EINPUT, (p * R + r) * 3 + which,
-                 "%s: %s[%lld, %lld] = %g (pair %lld, run %lld), expected a finite reward", job->input, ds->path,
-                 (long long)p, (long long)r, v, (long long)p, (long long)r);
-    }
-  }
-  return st->code;
+   * all the same (rd_fail_at keeps the lowest key) */
+  if (!(w->rc = rows_get(f, job, L, 0, w->lo, n, w, &good[0], st))) return;
+  if (!(w->rr = rows_get(f, job, L, 1, w->lo, n, w, &good[1], st))) return;
+  /* in_train: mapped when stored as uint8 (then scanned for values other than 0/1 with the rewards),
+   * else read and checked while widening; bad values get keys (element * 3 + 2) */
+  w->flag = rows_get(f, job, L, 2, w->lo, n, w, &good[2], st);
 }
 
-/* The split is by user: in every run all pairs of a user share in_train. The table of each
- * user's first pair's flags is assembled from the ranks that own those pairs. */
-static int check_split(const rd_ctx *ctx, const rd_job *job, const cm_layout *L, const cm_users *u,
-                       const cm_rows *w, rd_status *st) {
+/* The split is by user: in every run all pairs of a user share in_train. The table of each user's
+ * first pair's flags ([U, R], 0xFF where unknown) is assembled from the ranks that own those pairs.
+ * Collective; a rank whose rows failed to load adds nothing. */
+static uint8_t *split_table(const rd_ctx *ctx, const cm_layout *L, const cm_users *u, const cm_rows *w) {
   int64_t R = L->R, U = u->U;
   size_t n = (size_t)(U * R);
   uint8_t *mine = malloc(n ? n : 1), *all = malloc(n ? n : 1);
   if (!mine || !all) rd_abort(ctx, __FILE__, __LINE__, "out of memory for the user split table");
   memset(mine, 0xFF, n);
-  for (int64_t p = w->lo; p < w->hi; p++) {
-    int32_t k = u->of_pair[p];
-    if (u->first_pair[k] == p) memcpy(mine + (size_t)k * (size_t)R, w->flag + (p - w->lo) * R, (size_t)R);
-  }
+  if (w->flag)
+    for (int64_t k = 0; k < U; k++)
+      if (u->first_pair[k] >= w->lo && u->first_pair[k] < w->hi)
+        memcpy(mine + (size_t)k * (size_t)R, w->flag + (u->first_pair[k] - w->lo) * R, (size_t)R);
   for (size_t off = 0; off < n; off += (size_t)1 << 30) {
     int cnt = (int)(n - off < ((size_t)1 << 30) ? n - off : ((size_t)1 << 30));
     RD_MPI_CHECK(ctx, MPI_Allreduce(mine + off, all + off, cnt, MPI_UNSIGNED_CHAR, MPI_MIN, ctx->comm));
   }
-  for (int64_t p = w->lo; p < w->hi; p++) {
-    int32_t k = u->of_pair[p];
-    const uint8_t *ref = all + (size_t)k * (size_t)R, *m = w->flag + (p - w->lo) * R;
-    for (int64_t r = 0; r < R; r++)
-      if (m[r] != ref[r]) {
-        rd_fail_at(st, RD_EINPUT, p * R + r,
-                   "%s: %s: user %s is split inconsistently in run %lld: pair %lld has in_train = %u but pair %lld "
-                   "(the user's first pair) has %u; within a run all pairs of a user must share in_train",
-                   job->input, L->flag.path, u->labels + u->label_off[k], (long long)r, (long long)p, m[r],
-                   (long long)u->first_pair[k], ref[r]);
-        p = w->hi;
-        break;
-      }
-  }
   free(mine);
-  free(all);
-  return st->code;
+  return all;
+}
+
+/* The value checks of local pairs [a, b): the first bad value of each dataset in it (rd_fail_at
+ * keeps the lowest key). Returns 1 when one was found: later chunks only hold larger keys. */
+static int check_chunk(const rd_job *job, const cm_layout *L, const cm_rows *w, const int64_t good[3], int64_t a,
+                       int64_t b, rd_status *st) {
+  int64_t R = L->R;
+  int f32 = L->ftype == RD_F32, found = 0;
+  if (L->offset[2] >= 0) {
+    const uint8_t *fl = w->flag + a * R;
+    int64_t i = rd_first_above_u8(fl, (b - a) * R, 1);
+    if (i >= 0) {
+      int64_t p = w->lo + a + i / R, r = i % R;
+      rd_fail_at(st, RD_EINPUT, (p * R + r) * 3 + 2, "%s: %s[%lld, %lld] = %u, expected 0 or 1", job->input,
+                 L->flag.path, (long long)p, (long long)r, fl[i]);
+      found = 1;
+    }
+  }
+  for (int which = 0; which < 2; which++) {
+    const rd_dsinfo *ds = which ? &L->rr : &L->rc;
+    int64_t lim = b < good[which] ? b : good[which];
+    if (lim <= a) continue;
+    const void *buf = which ? w->rr : w->rc;
+    int64_t i = f32 ? rd_first_nonfinite_f32((const float *)buf + a * R, (lim - a) * R)
+                    : rd_first_nonfinite_f64((const double *)buf + a * R, (lim - a) * R);
+    if (i >= 0) {
+      i += a * R;
+      double v = f32 ? (double)((const float *)buf)[i] : ((const double *)buf)[i];
+      int64_t p = w->lo + i / R, r = i % R;
+      rd_fail_at(st, RD_EINPUT, (p * R + r) * 3 + which,
+                 "%s: %s[%lld, %lld] = %g (pair %lld, run %lld), expected a finite reward", job->input, ds->path,
+                 (long long)p, (long long)r, v, (long long)p, (long long)r);
+      found = 1;
+    }
+  }
+  return found;
+}
+
+/* The user split of local pairs [a, b) against the table; returns 1 at the first pair that differs. */
+static int split_chunk(const rd_job *job, const cm_layout *L, const cm_users *u, const cm_rows *w, const uint8_t *ref,
+                       int64_t a, int64_t b, rd_status *st) {
+  int64_t R = L->R;
+  for (int64_t i = a; i < b; i++) {
+    if (i + 8 < b) __builtin_prefetch(ref + (size_t)u->of_pair[i + 8] * (size_t)R);  /* scattered users */
+    int32_t k = u->of_pair[i];
+    const uint8_t *t = ref + (size_t)k * (size_t)R, *m = w->flag + i * R;
+    if (memcmp(m, t, (size_t)R) == 0) continue;
+    int64_t r = 0, p = w->lo + i;
+    while (m[r] == t[r]) r++;
+    cm_split_fail(job, L, u->labels + u->label_off[k], p, r, u->first_pair[k], m[r], t[r], st);
+    return 1;
+  }
+  return 0;
+}
+
+/* One pass over the rank's rows, a chunk of about 4096 values at a time: the value checks (vst),
+ * the user split (sst) and, with v, the CPU kernel, while the chunk is in cache. After a bad value
+ * nothing else matters (the run stops), so the pass ends there. */
+static void scan_rows(const rd_job *job, const cm_layout *L, const cm_users *u, const cm_rows *w, const int64_t good[3],
+                      const uint8_t *ref, cm_values *v, rd_status *vst, rd_status *sst) {
+  int64_t n = w->hi - w->lo, R = L->R, per = rd_cm_chunk_pairs(R);
+  if (n == 0 || !w->rc || !w->rr || !w->flag) return;
+  size_t es = L->ftype == RD_F32 ? sizeof(float) : sizeof(double);
+  double *work = v ? malloc(sizeof(double) * 2 * (size_t)(per * R)) : NULL;
+  if (v && !work) {
+    rd_fail(vst, RD_EFAIL, "out of memory");
+    return;
+  }
+  int checking = 1, splitting = 1;
+  for (int64_t a = 0; a < n; a += per) {
+    int64_t b = n - a < per ? n : a + per;
+    int bad = vst->code != RD_OK;  /* a read failed: values before it are still checked */
+    if (checking && check_chunk(job, L, w, good, a, b, vst)) checking = 0, bad = 1;
+    if (bad) {
+      if (!checking || a >= good[0] || a >= good[1]) break;
+      continue;
+    }
+    if (splitting && split_chunk(job, L, u, w, ref, a, b, sst)) splitting = 0;
+    if (v) {
+      rd_cm_block blk = {.n_pairs = b - a, .n_runs = R, .ftype = L->ftype,
+                         .reward_chosen = (const char *)w->rc + (size_t)(a * R) * es,
+                         .reward_rejected = (const char *)w->rr + (size_t)(a * R) * es, .in_train = w->flag + a * R};
+      rd_cm_pairs res = {.tm = v->tm + a, .tg = v->tg + a, .n_train = v->n_train + a};
+      rd_cm_pairs_cpu_chunk(&blk, &res, work);
+    }
+  }
+  free(work);
 }
 
 void cm_input_free(cm_input *in, int n_strata) {
@@ -302,6 +207,8 @@ void cm_input_free(cm_input *in, int n_strata) {
   cm_users_free(&in->u);
   for (int i = 0; in->covs && i < n_strata; i++) free(in->covs[i]);
   free(in->covs);
+  for (int i = 0; in->L.cats && i < n_strata; i++) cm_categories_free(&in->L.cats[i]);
+  free(in->L.cats);
   free(in->L.cov);
   memset(in, 0, sizeof *in);
   in->f = H5I_INVALID_HID;
@@ -332,7 +239,28 @@ static int categories_exact(hid_t f, const char *file, const rd_dsinfo *info, in
   return st->code;
 }
 
-int cm_load(const rd_ctx *ctx, const rd_job *job, cm_input *in, rd_status *st) {
+/* Rank 0: the covariates (and, for categorical ones, that integers are exact in float64). f: the
+ * input open on every rank, or invalid (then rank 0 opens it alone). */
+static int covariates_read(const rd_ctx *ctx, const rd_job *job, cm_input *in, rd_status *st) {
+  const cm_opts *o = job->opts;
+  if (ctx->rank != 0 || o->n_strata == 0) return RD_OK;
+  hid_t f = in->f;
+  if (f < 0 && rd_h5_open(job->input, MPI_COMM_NULL, &f, st) != RD_OK) return st->code;
+  in->L.cats = calloc((size_t)o->n_strata, sizeof *in->L.cats);
+  if (!in->L.cats) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+  for (int i = 0; i < o->n_strata && st->code == RD_OK; i++) {
+    in->covs[i] = rd_malloc(sizeof(double) * (size_t)in->L.P, st, "covariate");
+    if (in->covs[i] && in->L.cov[i].tclass == RD_TC_STRING)  /* category names: codes in name order */
+      cm_categories_read(f, job->input, &in->L.cov[i], in->covs[i], &in->L.cats[i], st);
+    else if (in->covs[i]) rd_h5_read_numeric(f, job->input, &in->L.cov[i], in->covs[i], st);
+    if (st->code == RD_OK && o->strata[i].bins == 0 && in->L.cov[i].tclass == RD_TC_INT)
+      categories_exact(f, job->input, &in->L.cov[i], in->L.P, st);
+  }
+  if (f != in->f) rd_h5_close(f);
+  return st->code;
+}
+
+int cm_load(const rd_ctx *ctx, const rd_job *job, cm_input *in, cm_values *v, rd_status *st) {
   const cm_opts *o = job->opts;
   hid_t f = H5I_INVALID_HID;
   memset(in, 0, sizeof *in);
@@ -341,47 +269,61 @@ int cm_load(const rd_ctx *ctx, const rd_job *job, cm_input *in, rd_status *st) {
   if (!in->covs) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
   cm_layout *L = &in->L;
 
-  /* Phase 1 (rank 0): layout, users and covariates. */
-  if (ctx->rank == 0) {
-    if (rd_h5_open(job->input, MPI_COMM_NULL, &f, st) == RD_OK) {
-      if (cm_check_layout(f, job, L, st) == RD_OK && cm_users_read(f, job, L, &in->u, st) == RD_OK) {
-        cm_layout_offsets(f, L);
-        for (int i = 0; i < o->n_strata && st->code == RD_OK; i++) {
-          in->covs[i] = rd_malloc(sizeof(double) * (size_t)L->P, st, "covariate");
-          if (in->covs[i]) rd_h5_read_numeric(f, job->input, &L->cov[i], in->covs[i], st);
-          if (st->code == RD_OK && o->strata[i].bins == 0 && L->cov[i].tclass == RD_TC_INT)
-            categories_exact(f, job->input, &L->cov[i], L->P, st);
-        }
-      }
-      rd_h5_close(f);
+  /* Phase 1: rank 0 checks the layout, finds what can be mapped and numbers string ids. */
+  if (ctx->rank == 0 && rd_h5_open(job->input, MPI_COMM_NULL, &f, st) == RD_OK) {
+    if (cm_check_layout(f, job, L, st) == RD_OK) {
+      cm_layout_offsets(f, L);
+      if (L->user.tclass == RD_TC_STRING) cm_users_read_all(f, job, L, &in->u, st);
     }
+    rd_h5_close(f);
   }
   if (rd_share_status(ctx, st, 0) != RD_OK) return st->code;
   /* every rank gets the layout (sizes, types, dataset paths, mappable offsets) */
   rd_dsinfo *cov_keep = L->cov;
+  cm_categories *cats_keep = L->cats;
   L->cov = NULL;
+  L->cats = NULL;
   rd_bcast_bytes(ctx, L, sizeof *L, 0);
   L->cov = ctx->rank == 0 ? cov_keep : NULL;
-  cm_users_share(ctx, L->P, &in->u, st);
+  L->cats = ctx->rank == 0 ? cats_keep : NULL;
+  /* HDF5 (MPI-IO driver) is opened only when a dataset cannot be mapped (chunked, compressed, or
+   * another type) */
+  rd_rank_rows(L->P, CM_BLOCK, ctx->size, ctx->rank, &in->w.lo, &in->w.hi);
+  if (L->offset[0] < 0 || L->offset[1] < 0 || L->offset[2] < 0 || (L->user.tclass != RD_TC_STRING && L->user_offset < 0))
+    rd_h5_open(job->input, ctx->comm, &in->f, st);
+  if (rd_agree(ctx, st) != RD_OK) return st->code;
+  if (cm_users_load(ctx, job, L, in->f, in->w.lo, in->w.hi, &in->u, st) != RD_OK) return st->code;
+  covariates_read(ctx, job, in, st);
+  if (rd_share_status(ctx, st, 0) != RD_OK) return st->code;
   rd_timing_mark(ctx->rank, job->name, "users+covariates");
 
-  /* Phase 2 (every rank): map or read, and check, the rank's blocks. HDF5 (MPI-IO driver) is
-   * opened only when a dataset cannot be mapped (chunked, compressed, or another type). */
-  rd_rank_rows(L->P, CM_BLOCK, ctx->size, ctx->rank, &in->w.lo, &in->w.hi);
-  if (L->offset[0] < 0 || L->offset[1] < 0 || L->offset[2] < 0) rd_h5_open(job->input, ctx->comm, &in->f, st);
-  if (st->code == RD_OK) rows_read(ctx, in->f, job, L, &in->w, st);
+  /* Phase 2 (every rank): map or read the rank's rows; one pass checks values and the user split
+   * (and computes, with v); each check ends agreed, values first. */
+  int64_t good[3];
+  rows_load(in->f, job, L, &in->w, good, st);
+  uint8_t *ref = split_table(ctx, L, &in->u, &in->w);
+  rd_timing_mark(ctx->rank, job->name, "map rows+split table");
+  int fused = v && RD_BACKEND_FOR(ctx->backend, cm, pairs) == &rd_backend_cpu;
+  if (v) cm_values_alloc(ctx, L->P, in->w.lo, in->w.hi, v);
+  rd_status split;
+  rd_status_init(&split);
+  scan_rows(job, L, &in->u, &in->w, good, ref, fused ? v : NULL, st, &split);
+  free(ref);
+  rd_barrier_paced(ctx);  /* ranks that finish first leave their cores to the others */
   if (rd_agree(ctx, st) != RD_OK) return st->code;
-  rd_timing_mark(ctx->rank, job->name, "read+check values");
-  check_split(ctx, job, L, &in->u, &in->w, st);
-  if (rd_agree(ctx, st) != RD_OK) return st->code;
-  rd_timing_mark(ctx->rank, job->name, "user split check");
+  if (rd_agree(ctx, &split) != RD_OK) {
+    *st = split;
+    return st->code;
+  }
+  if (v) v->computed = fused;
+  rd_timing_mark(ctx->rank, job->name, fused ? "check values+pair kernel" : "check values");
   return RD_OK;
 }
 
 int cm_check(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd_status *st) {
   (void)jf;
   cm_input in;
-  cm_load(ctx, job, &in, st);
+  cm_load(ctx, job, &in, NULL, st);
   cm_input_free(&in, ((const cm_opts *)job->opts)->n_strata);
   return st->code;
 }

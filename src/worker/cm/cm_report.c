@@ -1,4 +1,4 @@
-/* cm: the report object, the table on stdout and the per-pair datasets of the output. */
+/* cm: the report object and the per-pair datasets of the output (the stdout summary is cm_view.c's). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,8 +70,15 @@ int cm_report(const rd_job *job, const cm_layout *L, const cm_users *u, const do
       cJSON *x = cJSON_CreateObject();
       cJSON_AddStringToObject(x, "covariate", sp->covariate);
       rd_json_add(x, "bin", rd_json_num(e[0]));
-      rd_json_add(x, "lo", rd_json_num(e[1]));
-      rd_json_add(x, "hi", rd_json_num(e[2]));
+      if (L->cats && L->cats[i].n > 0) {
+        /* a string covariate: the category is named; its code (the bin) has no edges */
+        cJSON_AddStringToObject(x, "category", L->cats[i].buf + L->cats[i].off[(int64_t)e[0]]);
+        cJSON_AddNullToObject(x, "lo");
+        cJSON_AddNullToObject(x, "hi");
+      } else {
+        rd_json_add(x, "lo", rd_json_num(e[1]));
+        rd_json_add(x, "hi", rd_json_num(e[2]));
+      }
       cJSON_AddNumberToObject(x, "n", e[3]);
       rd_json_add(x, "tm", rd_json_num(e[4]));
       rd_json_add(x, "tg", rd_json_num(e[5]));
@@ -87,31 +94,6 @@ int cm_report(const rd_job *job, const cm_layout *L, const cm_users *u, const do
   for (int j = 0; j < 3; j++) cJSON_AddNumberToObject(dr, names[j], (double)dropped[j]);
   *out = r;
   return RD_OK;
-}
-
-void cm_print(FILE *fp, const rd_job *job, const cJSON *r) {
-  if (!fp) return;
-  fprintf(fp, "cm %s: %.0f pairs, %.0f users, %.0f runs\n", job->name,
-          cJSON_GetObjectItem(r, "n_pairs")->valuedouble, cJSON_GetObjectItem(r, "n_users")->valuedouble,
-          cJSON_GetObjectItem(r, "n_runs")->valuedouble);
-  fprintf(fp, "      %9s  %-22s %9s %9s\n", "mean", "95% CI (users)", "median", "defined");
-  static const char *const names[3] = {"tm", "tg", "cm"};
-  for (int j = 0; j < 3; j++) {
-    const cJSON *s = cJSON_GetObjectItem(r, names[j]);
-    const cJSON *m = cJSON_GetObjectItem(s, "mean"), *md = cJSON_GetObjectItem(s, "median");
-    const cJSON *ci = cJSON_GetObjectItem(s, "ci95");
-    char cis[48] = "-";
-    if (cJSON_IsArray(ci))
-      snprintf(cis, sizeof cis, "[%.4f, %.4f]", cJSON_GetArrayItem(ci, 0)->valuedouble,
-               cJSON_GetArrayItem(ci, 1)->valuedouble);
-    char key[32];
-    snprintf(key, sizeof key, "n_%s_defined", names[j]);
-    fprintf(fp, "  %s  %9.4f  %-22s %9.4f %9.0f\n", j == 0 ? "TM" : j == 1 ? "TG" : "CM",
-            cJSON_IsNumber(m) ? m->valuedouble : NAN, cis, cJSON_IsNumber(md) ? md->valuedouble : NAN,
-            cJSON_GetObjectItem(r, key)->valuedouble);
-  }
-  const cJSON *neg = cJSON_GetObjectItem(r, "cm_negative_fraction");
-  if (cJSON_IsNumber(neg)) fprintf(fp, "  pairs with CM < 0: %.1f %%\n", 100.0 * neg->valuedouble);
 }
 
 int cm_write_h5(hid_t h5, int64_t P, int64_t R, const double *tm, const double *tg, const double *cm,

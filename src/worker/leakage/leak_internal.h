@@ -234,10 +234,19 @@ int leak_task(int64_t task, void *arg, double **out, int64_t *n_out, rd_status *
 
 /* ---- the report (leak_report.c) ---- */
 
-/* Rank 0: the result object from the tasks' vectors; with `table`, one line per cell printed there. */
-int leak_report(const rd_job *job, const leak_work *w, double **res, const int64_t *lens, FILE *table, cJSON **out,
-                rd_status *st);
+/* Rank 0: the result object from the tasks' vectors (the stdout summary is leak_view.c's). */
+int leak_report(const leak_work *w, double **res, const int64_t *lens, cJSON **out, rd_status *st);
 /* /leak/abs_error (NaN where not scored), /leak/within, /leak/truth (NaN where none), /leak/cell. */
 int leak_write_h5(hid_t h5, const leak_work *w, rd_status *st);
+
+/* ---- for readers (leak_view.c, leak_extras.c) ---- */
+
+extern const rd_kind rd_kind_leakage;
+/* Results a reader could misread (docs/reference.md, 'Warnings'), from the result. */
+cJSON *leak_warnings(const cJSON *result);
+/* The output datasets that join rows back to the panel: /leak/estimate, /leak/month. */
+int leak_write_joins(hid_t h5, const leak_work *w, rd_status *st);
+/* The kind's view of a report: cells and controls; figures. */
+int leak_view(const cJSON *report, const char *h5, rd_view *v, rd_status *st);
 
 #endif

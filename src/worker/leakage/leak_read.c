@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "leak_internal.h"
+#include "rmdiag/common/jsonutil.h"
 
 const char *leak_name_of(const leak_data *d, int which, int64_t i) {
   const leak_names *n = &d->names[which];
@@ -84,11 +85,15 @@ static int read_names(hid_t f, const char *file, const rd_dsinfo *info, leak_nam
   size_t len;
   RD_TRY(rd_h5_read_strings(f, file, info, &nm->buf, &len, &nm->off, st));
   nm->n = info->dims[0];
-  for (int64_t i = 0; i < nm->n; i++)
-    for (int64_t k = 0; k < i; k++)
-      if (strcmp(nm->buf + nm->off[i], nm->buf + nm->off[k]) == 0)
-        return rd_fail(st, RD_EINPUT, "%s: %s[%lld] = \"%s\" repeats entry %lld; expected distinct names", file,
-                       info->path, (long long)i, nm->buf + nm->off[i], (long long)k);
+  /* the first repeat, found by sorting (a pairwise check is quadratic in the names) */
+  const char **names = malloc(sizeof(char *) * (size_t)(nm->n ? nm->n : 1));
+  if (!names) return rd_fail(st, RD_EFAIL, "out of memory");
+  for (int64_t i = 0; i < nm->n; i++) names[i] = nm->buf + nm->off[i];
+  int64_t k = 0, i = rd_first_duplicate(names, nm->n, &k);
+  free(names);
+  if (i >= 0)
+    return rd_fail(st, RD_EINPUT, "%s: %s[%lld] = \"%s\" repeats entry %lld; expected distinct names", file,
+                   info->path, (long long)i, nm->buf + nm->off[i], (long long)k);
   return RD_OK;
 }
 

@@ -321,54 +321,7 @@ static void report_resampling(cJSON *r, const leak_work *w) {
   cJSON_AddNumberToObject(nu, "targets", (double)w->NT);
 }
 
-/* ---- stdout ----------------------------------------------------------------------------------------------- */
-
-static void fmt_num(char *buf, size_t n, double x, const char *fmt) {
-  if (isnan(x)) snprintf(buf, n, "-");
-  else snprintf(buf, n, fmt, x);
-}
-
-/* A name in `width` columns: cut or padded by code points, so UTF-8 names line up. */
-static void put_cell(FILE *fp, const char *s, int width) {
-  int cols = 0;
-  const char *p = s;
-  while (*p && cols < width) {
-    const char *q = p + 1;
-    while ((*q & 0xC0) == 0x80) q++;
-    fwrite(p, 1, (size_t)(q - p), fp);
-    p = q;
-    cols++;
-  }
-  for (; cols <= width; cols++) fputc(' ', fp);
-}
-
-/* One line per cell, for people reading the run. */
-static void print_table(FILE *fp, const rd_job *job, const leak_work *w, const leak_row *rows) {
-  const leak_data *d = w->d;
-  fprintf(fp, "%s: leakage, %lld cells (within: |est - truth| %s %g, %s)\n", job->name, (long long)w->C,
-          w->o->rule_lt ? "<" : "<=", w->o->tolerance, w->o->compare_float ? "float" : "decimal");
-  fprintf(fp, "%-24s %-10s %-8s %6s %6s %7s %8s %7s %6s %7s\n", "model", "series", "variant", "n", "parse", "r", "MAE",
-          "within", "sign", "select");
-  for (int64_t c = 0; c < w->C; c++) {
-    const leak_row *x = &rows[c];
-    int64_t m, s, v;
-    leak_cell_parts(w, c, &m, &s, &v);
-    char a[6][32];
-    fmt_num(a[0], 32, x->parse, "%.3f");
-    fmt_num(a[1], 32, x->r, "%.3f");
-    fmt_num(a[2], 32, x->mae, "%.3f");
-    fmt_num(a[3], 32, x->within, "%.3f");
-    fmt_num(a[4], 32, x->sign, "%.3f");
-    fmt_num(a[5], 32, x->selectivity, "%.2f");
-    put_cell(fp, leak_name_of(d, LEAK_NAMES_MODEL, m), 24);
-    put_cell(fp, leak_name_of(d, LEAK_NAMES_SERIES, s), 10);
-    put_cell(fp, leak_name_of(d, LEAK_NAMES_VARIANT, v), 8);
-    fprintf(fp, "%6.0f %6s %7s %8s %7s %6s %7s\n", x->n, a[0], a[1], a[2], a[3], a[4], a[5]);
-  }
-}
-
-int leak_report(const rd_job *job, const leak_work *w, double **res, const int64_t *lens, FILE *table, cJSON **out,
-                rd_status *st) {
+int leak_report(const leak_work *w, double **res, const int64_t *lens, cJSON **out, rd_status *st) {
   leak_resampled rs;
   memset(&rs, 0, sizeof rs);
   leak_row *rows = malloc(sizeof *rows * (size_t)(w->C ? w->C : 1));
@@ -381,7 +334,6 @@ int leak_report(const rd_job *job, const leak_work *w, double **res, const int64
   report_cells(r, w, res, &rs, rows);
   report_controls(r, w, res, lens);
   report_resampling(r, w);
-  if (table) print_table(table, job, w, rows);
   resampled_free(&rs);
   free(rows);
   *out = r;

@@ -78,8 +78,10 @@ static int leak_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, 
     if (rd_run_tasks(ctx, n_tasks, cost, leak_task, &w, &res, &lens, st) == RD_OK && ctx->rank == 0) {
       rd_progress_end(&prog);
       rd_timing_mark(ctx->rank, job->name, "tasks");
-      /* stdout: --quiet silences stderr only */
-      if (leak_report(job, &w, res, lens, ctx->out, &out->result, st) == RD_OK) leak_write_h5(out->h5, &w, st);
+      if (leak_report(&w, res, lens, &out->result, st) == RD_OK && leak_write_h5(out->h5, &w, st) == RD_OK &&
+          leak_write_joins(out->h5, &w, st) == RD_OK)  /* summary on stdout: --quiet silences stderr only */
+        rd_kind_summary(&rd_kind_leakage, job, jf, leak_warnings(out->result), out->result, ctx->out,
+                        ctx->err ? ctx->err : stderr, st);
       rd_timing_mark(ctx->rank, job->name, "report+h5");
     }
     rd_share_status(ctx, st, 0);
@@ -90,6 +92,13 @@ static int leak_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, 
   leak_data_free(&d);
   return st->code;
 }
+
+static const char *const leak_headlines[] = {
+    "cells[model,series,variant].parse_rate", "cells[model,series,variant].r", "cells[model,series,variant].mae",
+    "cells[model,series,variant].within", "cells[model,series,variant].sign", NULL,
+};
+
+int leak_init(hid_t f, const char *file, const char *group, cJSON *job, FILE *note, rd_status *st);  /* leak_init.c */
 
 const rd_kind rd_kind_leakage = {
     .name = "leakage",
@@ -102,4 +111,7 @@ const rd_kind rd_kind_leakage = {
     .validate = leak_validate,
     .check = leak_check,
     .run = leak_run,
+    .headlines = leak_headlines,
+    .view = leak_view,
+    .init = leak_init,
 };

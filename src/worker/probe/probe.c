@@ -89,7 +89,9 @@ static int probe_run_job(const rd_ctx *ctx, const rd_job *job, const rd_jobfile 
   }
   if (run_init(&R, ctx, job, jf, st) != RD_OK) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
   if (run_phases(&R, &res, &ir, st) == RD_OK) {
-    if (ctx->rank == 0) probe_report(&R, res, ir, out->h5, &out->result, st);
+    if (ctx->rank == 0 && probe_report(&R, res, ir, out->h5, &out->result, st) == RD_OK)
+      rd_kind_summary(&rd_kind_probe, job, jf, probe_warnings(out->result), out->result, ctx->out,
+                      ctx->err ? ctx->err : stderr, st);  /* summary on stdout: --quiet silences stderr only */
     rd_share_status(ctx, st, 0);
     rd_timing_mark(ctx->rank, job->name, "report+h5");
   }
@@ -99,6 +101,12 @@ static int probe_run_job(const rd_ctx *ctx, const rd_job *job, const rd_jobfile 
   run_free(&R);
   return st->code;
 }
+
+static const char *const probe_headlines[] = {
+    "tasks.*.accuracy_mean", "average", "models.*.tasks.*.accuracy_mean", "models.*.average", NULL,
+};
+
+int probe_init(hid_t f, const char *file, const char *group, cJSON *job, FILE *note, rd_status *st);  /* probe_init.c */
 
 const rd_kind rd_kind_probe = {
     .name = "probe",
@@ -110,4 +118,8 @@ const rd_kind rd_kind_probe = {
     .validate = probe_validate,
     .check = probe_check,
     .run = probe_run_job,
+    .headlines = probe_headlines,
+    .view = probe_view,
+    .compare = probe_compare,
+    .init = probe_init,
 };

@@ -302,6 +302,9 @@ int rowset_load(probe_run *R, feat_src *X, rowset *s, int64_t lo, int64_t hi, in
   }
   if (n <= 0) return RD_OK;
   if (gk || !feat_mapped(R, X)) {
+    rd_dsinfo di = {.ndims = 2, .dims = {X->N, d}};
+    snprintf(di.path, sizeof di.path, "%s", X->path);
+    RD_TRY(rd_h5_check_memory(R->job->input, &di, 4.0 * (double)n * (double)d, "holding this rank's feature rows", st));
     free(s->buf);
     s->buf = rd_malloc_big(sizeof(float) * (size_t)(n * d), st, "feature rows");
     if (!s->buf) return st->code;

@@ -127,6 +127,12 @@ typedef struct probe_run {
 /* Checks names, types and shapes of every (model, task) and inference dataset, filling R->pt's
  * paths and feature sources and R->infer; runs on any one rank with the file open. */
 int probe_check_layout(hid_t f, const rd_job *job, const probe_opts *o, probe_run *R, rd_status *st);
+/* The reward-model groups under `group` holding a task group `task`, as "\"A\", \"B\"" in out (returns
+ * how many): the hint for a job that forgot "models" (probe_init.c). */
+int probe_groups_with_task(hid_t f, const char *group, const char *task, char *out, size_t n);
+/* The task groups directly under `group` as "\"A\", \"B\"" in out (returns how many), and in
+ * `near` the one nearest to `task` when it is a likely misspelling (else ""). */
+int probe_task_groups(hid_t f, const char *group, const char *task, char *out, size_t n, char *near, size_t nn);
 
 /* ---- labels and splits (probe_labels.c) ------------------------------------------------------ */
 
@@ -273,8 +279,6 @@ cJSON *probe_metrics_json(const ptask *p, const test_metrics *m);
  * seeds, the sd over accs[S], and the 95 % t interval (has_ci = 0 with one seed). */
 void probe_accuracy_spread(const double *accs, int S, int64_t test_total, int64_t n_te, double *mean, double *sd,
                            double ci[2], int *has_ci);
-/* Student-t quantile (two-sided 95 % uses p = 0.975). */
-double probe_t_quantile(double p, double df);
 
 /* ---- inference-time probing (probe_kmeans.c) ------------------------------------------------- */
 
@@ -304,5 +308,15 @@ void probe_infer_free(infer_result *ir, int n);
  * datasets in `h5`. */
 int probe_report(const probe_run *R, grid_result *res, const infer_result *ir, hid_t h5, cJSON **out,
                  rd_status *st);
+
+/* ---- for readers (probe_view.c) ---- */
+
+extern const rd_kind rd_kind_probe;
+/* Results a reader could misread (docs/reference.md, 'Warnings'), from the result. */
+cJSON *probe_warnings(const cJSON *result);
+/* The kind's view of a report: accuracy, comparison, inference, grid; figures. */
+int probe_view(const cJSON *report, const char *h5, rd_view *v, rd_status *st);
+/* Warnings across reports: the two training modes on the same features. */
+void probe_compare(const cJSON *const *reports, int n, rd_view *v);
 
 #endif

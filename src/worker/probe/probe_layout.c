@@ -107,6 +107,27 @@ static int check_table(hid_t f, const char *file, const char *group, const rd_h5
   return rd_h5_check_layout(f, file, group, layout, NULL, *found, st);
 }
 
+/* A task group that is missing, with what the job probably meant: "models" when the input has
+ * per-model groups holding the task, or the task group of a near name. */
+static int missing_task(hid_t f, const rd_job *job, const probe_opts *o, const char *task, const char *mgroup,
+                        const char *path, rd_status *st) {
+  char list[600], near[256];
+  const char *file = job->input;
+  if (!o->n_models && probe_groups_with_task(f, job->group, task, list, sizeof list) > 0)
+    return rd_fail(st, RD_EINPUT, "%s: task \"%s\" has no group %s, but the input has per-model groups holding it "
+                   "(%s): add \"models\": [%s] to the job to probe each reward model (see docs/reference.md, 'probe "
+                   "options')", file, task, path, list, list);
+  int n = probe_task_groups(f, mgroup, task, list, sizeof list, near, sizeof near);
+  if (near[0])
+    return rd_fail(st, RD_EINPUT, "%s: task \"%s\" has no group %s; did you mean \"%s\"? (task groups in %s: %s)",
+                   file, task, path, near, mgroup, list);
+  if (n > 0)
+    return rd_fail(st, RD_EINPUT, "%s: task \"%s\" has no group %s (expected X, label and split in it); the task "
+                   "groups in %s are %s", file, task, path, mgroup, list);
+  return rd_fail(st, RD_EINPUT, "%s: task \"%s\" has no group %s (expected X, label and split in it)", file, task,
+                 path);
+}
+
 /* The task group of (model m, task t) under `mgroup`; `d0` is the d of the model's tasks so far
  * (-1 before the first), named by task `d0_task`. */
 static int check_task(hid_t f, const rd_job *job, const probe_opts *o, ptask *p, const char *mgroup, int64_t *d0,
@@ -115,9 +136,7 @@ static int check_task(hid_t f, const rd_job *job, const probe_opts *o, ptask *p,
   const char *task = o->tasks[p->t].name;
   if (rd_h5_path(p->prefix, sizeof p->prefix, mgroup, task) < 0)
     return rd_fail(st, RD_EINPUT, "%s: group name %s is too long", file, mgroup);
-  if (!rd_h5_exists(f, p->prefix))
-    return rd_fail(st, RD_EINPUT, "%s: task \"%s\" has no group %s (expected X, label and split in it)", file, task,
-                   p->prefix);
+  if (!rd_h5_exists(f, p->prefix)) return missing_task(f, job, o, task, mgroup, p->prefix, st);
   rd_h5_found *found = NULL;
   int rc = check_table(f, file, p->prefix, &task_layout, &found, st);
   if (rc == RD_OK) {
@@ -160,9 +179,21 @@ static int model_group(hid_t f, const rd_job *job, const probe_opts *o, int m, c
   }
   if (rd_h5_path(mgroup, n, job->group, o->models[m]) < 0)
     return rd_fail(st, RD_EINPUT, "%s: group name %s is too long", job->input, job->group);
-  if (!rd_h5_exists(f, mgroup))
+  if (!rd_h5_exists(f, mgroup)) {
+    /* the first task directly under the group: a single-model input, for which "models" is wrong */
+    char direct[512];
+    if (rd_h5_path(direct, sizeof direct, job->group, o->tasks[0].name) >= 0 && rd_h5_exists(f, direct))
+      return rd_fail(st, RD_EINPUT, "%s: models[%d] = \"%s\" but group %s is missing; the tasks are directly under "
+                     "%s (%s exists: one reward model): remove \"models\" from the job", job->input, m, o->models[m],
+                     mgroup, job->group, direct);
+    char list[600];
+    if (probe_groups_with_task(f, job->group, o->tasks[0].name, list, sizeof list) > 0)
+      return rd_fail(st, RD_EINPUT, "%s: models[%d] = \"%s\" but group %s is missing; the reward-model groups under "
+                     "%s holding task \"%s\" are %s", job->input, m, o->models[m], mgroup, job->group,
+                     o->tasks[0].name, list);
     return rd_fail(st, RD_EINPUT, "%s: models[%d] = \"%s\" but group %s is missing", job->input, m, o->models[m],
                    mgroup);
+  }
   return RD_OK;
 }
 

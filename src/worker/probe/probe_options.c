@@ -50,26 +50,41 @@ static int parse_class(const cJSON *cls, int k, probe_task_opt *to, cJSON *eff_c
     if (!rd_json_is_int(lab, 0, 9007199254740991LL))
       return rd_fail(st, RD_EINPUT, "%s: classes[%d][%d] must be a non-negative integer label (-1 means missing)",
                      tw->path, k, j);
-    int64_t val = (int64_t)lab->valuedouble;
-    for (int k2 = 0; k2 <= k; k2++)
-      for (int j2 = 0; j2 < (k2 == k ? j : to->class_len[k2]); j2++)
-        if (to->class_labels[k2][j2] == val)
-          return rd_fail(st, RD_EINPUT, "%s: label %lld appears twice in the class lists", tw->path, (long long)val);
+    int64_t val = (int64_t)lab->valuedouble;  /* (each label once: checked by first_repeated_label) */
     to->class_labels[k][j] = val;
     cJSON_AddItemToArray(el, cJSON_CreateNumber((double)val));
   }
   return RD_OK;
 }
 
-/* One entry of "tasks": its name (a group name, once, not "infer") and {"classes": [[...], ...]}. */
-static int parse_task(const cJSON *tasks, const cJSON *c, probe_task_opt *to, cJSON *eff_tasks, const rd_where *w,
+/* The first label of a task's class lists (in order) that repeats an earlier one, looking only as
+ * far as parse_class would get without another error (a class that is not a non-empty list, a label
+ * that is not a non-negative integer): 1 and *val when there is one. Sorting keeps it O(n log n). */
+static int first_repeated_label(const cJSON *cl, int64_t *val, rd_status *st) {
+  int64_t n = 0, m = 0, first = 0;
+  for (const cJSON *cls = cl->child; cls; cls = cls->next) n += cJSON_GetArraySize(cls);
+  int64_t *v = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+  if (!v) return rd_fail(st, RD_EFAIL, "out of memory");
+  for (const cJSON *cls = cl->child; cls; cls = cls->next) {
+    if (!cJSON_IsArray(cls) || !cls->child) break;
+    const cJSON *lab = cls->child;
+    for (; lab && rd_json_is_int(lab, 0, 9007199254740991LL); lab = lab->next) v[m++] = (int64_t)lab->valuedouble;
+    if (lab) break;
+  }
+  int64_t at = rd_first_duplicate_i64(v, m, &first);
+  if (at >= 0) *val = v[at];
+  free(v);
+  return at >= 0;
+}
+
+/* One entry of "tasks": its name (a group name, once, not "infer") and {"classes": [[...], ...]};
+ * `repeated`: its name is that of an earlier task. */
+static int parse_task(const cJSON *c, int repeated, probe_task_opt *to, cJSON *eff_tasks, const rd_where *w,
                       rd_status *st) {
   to->name = c->string;
   rd_where tw = *w;
   snprintf(tw.path, sizeof tw.path, "%.500s: tasks.%.100s", w->path, c->string);
-  for (const cJSON *prev = tasks->child; prev != c; prev = prev->next)
-    if (strcmp(prev->string, c->string) == 0)
-      return rd_fail(st, RD_EINPUT, "%s: task \"%s\" appears twice", w->path, c->string);
+  if (repeated) return rd_fail(st, RD_EINPUT, "%s: task \"%s\" appears twice", w->path, c->string);
   if (!rd_name_valid(c->string) || strcmp(c->string, "infer") == 0)
     return rd_fail(st, RD_EINPUT, "%s: task name \"%s\" must be letters, digits, '.', '_' or '-' (not \"infer\")",
                    w->path, c->string);
@@ -88,6 +103,10 @@ static int parse_task(const cJSON *tasks, const cJSON *c, probe_task_opt *to, cJ
   cJSON *eo = cJSON_CreateObject();
   cJSON_AddItemToObject(eo, "classes", ec);
   cJSON_AddItemToObject(eff_tasks, c->string, eo);
+  int64_t val = 0;
+  int rep = first_repeated_label(cl, &val, st);
+  if (rep < 0 || st->code != RD_OK) return st->code;
+  if (rep) return rd_fail(st, RD_EINPUT, "%s: label %lld appears twice in the class lists", tw.path, (long long)val);
   int k = 0;
   for (const cJSON *cls = cl->child; cls; cls = cls->next, k++) RD_TRY(parse_class(cls, k, to, ec, &tw, st));
   return RD_OK;
@@ -96,8 +115,8 @@ static int parse_task(const cJSON *tasks, const cJSON *c, probe_task_opt *to, cJ
 static int parse_tasks(const cJSON *v, void *field, void *opts, cJSON *eff, const rd_where *w, rd_status *st) {
   (void)field;
   probe_opts *o = opts;
-  if (!v) return rd_fail(st, RD_EINPUT, "%s: missing required key \"tasks\" ({TASK: {\"classes\": [[...], ...]}})",
-                         w->path);
+  if (!v) return rd_fail(st, RD_EINPUT, "%s: missing required key \"tasks\" ({TASK: {\"classes\": [[...], ...]}}; "
+                         "`rmdiag init probe INPUT.h5` writes the tasks and classes the input has)", w->path);
   if (!cJSON_IsObject(v) || cJSON_GetArraySize(v) == 0)
     return rd_fail(st, RD_EINPUT, "%s: \"tasks\" must be a non-empty object {TASK: {\"classes\": [[...], ...]}}",
                    w->path);
@@ -105,10 +124,18 @@ static int parse_tasks(const cJSON *v, void *field, void *opts, cJSON *eff, cons
   o->tasks = calloc((size_t)o->n_tasks, sizeof *o->tasks);
   if (!o->tasks) return rd_fail(st, RD_EFAIL, "out of memory");
   cJSON *et = cJSON_AddObjectToObject(eff, "tasks");
+  const char **names = malloc(sizeof(char *) * (size_t)o->n_tasks);
+  if (!names) return rd_fail(st, RD_EFAIL, "out of memory");
   int t = 0;
-  for (const cJSON *c = v->child; c; c = c->next, t++) RD_TRY(parse_task(v, c, &o->tasks[t], et, w, st));
+  for (const cJSON *c = v->child; c; c = c->next) names[t++] = c->string;
+  int64_t first = 0, repeated = rd_first_duplicate(names, o->n_tasks, &first);
+  free(names);
+  t = 0;
+  for (const cJSON *c = v->child; c; c = c->next, t++) RD_TRY(parse_task(c, t == repeated, &o->tasks[t], et, w, st));
   return RD_OK;
 }
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
 /* "models": distinct group names, none "infer" or a task name (tasks are parsed first). */
 static int parse_models(const cJSON *v, void *field, void *opts, cJSON *eff, const rd_where *w, rd_status *st) {
@@ -121,20 +148,32 @@ static int parse_models(const cJSON *v, void *field, void *opts, cJSON *eff, con
   o->models = calloc((size_t)o->n_models, sizeof(char *));
   if (!o->models) return rd_fail(st, RD_EFAIL, "out of memory");
   cJSON *em = cJSON_AddArrayToObject(eff, "models");
+  /* the repeated model and the task names found by sorting (lists of any length stay quick) */
+  const char **given = malloc(sizeof(char *) * (size_t)o->n_models);
+  const char **tasks = malloc(sizeof(char *) * (size_t)(o->n_tasks ? o->n_tasks : 1));
+  if (!given || !tasks) {
+    free(given), free(tasks);
+    return rd_fail(st, RD_EFAIL, "out of memory");
+  }
   int i = 0;
-  for (const cJSON *c = v->child; c; c = c->next, i++) {
+  for (const cJSON *c = v->child; c; c = c->next) given[i++] = cJSON_IsString(c) ? c->valuestring : NULL;
+  int64_t first = 0, repeated = rd_first_duplicate(given, o->n_models, &first);
+  for (int t = 0; t < o->n_tasks; t++) tasks[t] = o->tasks[t].name;
+  qsort(tasks, (size_t)o->n_tasks, sizeof *tasks, cmp_str);
+  i = 0;
+  for (const cJSON *c = v->child; c && st->code == RD_OK; c = c->next, i++) {
     if (!cJSON_IsString(c) || !rd_name_valid(c->valuestring) || strcmp(c->valuestring, "infer") == 0)
-      return rd_fail(st, RD_EINPUT, "%s: models[%d] must be a group name (letters, digits, '.', '_', '-')", w->path, i);
-    for (int k = 0; k < i; k++)
-      if (strcmp(o->models[k], c->valuestring) == 0)
-        return rd_fail(st, RD_EINPUT, "%s: models[%d] = \"%s\" appears twice", w->path, i, c->valuestring);
-    for (int t = 0; t < o->n_tasks; t++)
-      if (strcmp(o->tasks[t].name, c->valuestring) == 0)
-        return rd_fail(st, RD_EINPUT, "%s: models[%d] = \"%s\" is also a task name", w->path, i, c->valuestring);
+      rd_fail(st, RD_EINPUT, "%s: models[%d] must be a group name (letters, digits, '.', '_', '-')", w->path, i);
+    else if (i == repeated)
+      rd_fail(st, RD_EINPUT, "%s: models[%d] = \"%s\" appears twice", w->path, i, c->valuestring);
+    else if (bsearch(&c->valuestring, tasks, (size_t)o->n_tasks, sizeof *tasks, cmp_str))
+      rd_fail(st, RD_EINPUT, "%s: models[%d] = \"%s\" is also a task name", w->path, i, c->valuestring);
+    if (st->code != RD_OK) break;
     o->models[i] = c->valuestring;
     cJSON_AddItemToArray(em, cJSON_CreateString(c->valuestring));
   }
-  return RD_OK;
+  free(given), free(tasks);
+  return st->code;
 }
 
 /* ---- mode and the per-mode lists ------------------------------------------------------------- */

@@ -1,7 +1,7 @@
 /* probe: the report (docs/reference.md, 'probe report': result keys and output datasets), built on
  * rank 0 from the training results of every (model, task), seed and grid entry and from the
  * inference results of every model; with several models, the comparison of their test accuracies.
- * The probe prints nothing on stdout. */
+ * The stdout summary is probe_view.c's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -100,66 +100,8 @@ void probe_accuracy_spread(const double *accs, int S, int64_t test_total, int64_
   *mean = (double)test_total / ((double)S * (double)n_te);
   *has_ci = S >= 2;
   if (*has_ci) {
-    double half = probe_t_quantile(0.975, (double)(S - 1)) * *sd / sqrt((double)S);
+    double half = rd_t_quantile(0.975, (double)(S - 1)) * *sd / sqrt((double)S);
     ci[0] = *mean - half;
     ci[1] = *mean + half;
   }
-}
-
-/* ---- Student t quantile ---------------------------------------------------------------------- */
-
-/* Regularized incomplete beta I_x(a, b) by Lentz's continued fraction. */
-static double betacf(double a, double b, double x) {
-  const double tiny = 1e-300;
-  double qab = a + b, qap = a + 1.0, qam = a - 1.0, c = 1.0, d = 1.0 - qab * x / qap;
-  if (fabs(d) < tiny) d = tiny;
-  d = 1.0 / d;
-  double h = d;
-  for (int m = 1; m <= 1000; m++) {
-    double m2 = 2.0 * m, aa = m * (b - m) * x / ((qam + m2) * (a + m2));
-    d = 1.0 + aa * d;
-    if (fabs(d) < tiny) d = tiny;
-    c = 1.0 + aa / c;
-    if (fabs(c) < tiny) c = tiny;
-    d = 1.0 / d;
-    h *= d * c;
-    aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
-    d = 1.0 + aa * d;
-    if (fabs(d) < tiny) d = tiny;
-    c = 1.0 + aa / c;
-    if (fabs(c) < tiny) c = tiny;
-    d = 1.0 / d;
-    double del = d * c;
-    h *= del;
-    if (fabs(del - 1.0) < 1e-16) break;
-  }
-  return h;
-}
-
-static double ibeta(double a, double b, double x) {
-  if (x <= 0.0) return 0.0;
-  if (x >= 1.0) return 1.0;
-  double bt = exp(lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log1p(-x));
-  if (x < (a + 1.0) / (a + b + 2.0)) return bt * betacf(a, b, x) / a;
-  return 1.0 - bt * betacf(b, a, 1.0 - x) / b;
-}
-
-/* P(T <= t) for Student's t with df degrees of freedom. */
-static double t_cdf(double t, double df) {
-  double x = df / (df + t * t), tail = 0.5 * ibeta(0.5 * df, 0.5, x);
-  return t >= 0 ? 1.0 - tail : tail;
-}
-
-double probe_t_quantile(double p, double df) {
-  if (!(df > 0) || !(p > 0.0 && p < 1.0)) return NAN;
-  if (p < 0.5) return -probe_t_quantile(1.0 - p, df);
-  double lo = 0.0, hi = 1.0;
-  while (t_cdf(hi, df) < p) hi *= 2.0;
-  for (int i = 0; i < 200; i++) {
-    double mid = 0.5 * (lo + hi);
-    if (t_cdf(mid, df) < p) lo = mid;
-    else hi = mid;
-    if (hi - lo <= 1e-15 * hi) break;
-  }
-  return 0.5 * (lo + hi);
 }

@@ -1,0 +1,437 @@
+/* Summaries of values spread over the ranks (see dstats.h): fixed-block sums from the parts'
+ * pieces, and exact order statistics by a radix selection over all-reduced histograms. */
+#include "rmdiag/common/dstats.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void *dmalloc(const rd_ctx *ctx, size_t n) {
+  void *p = malloc(n ? n : 1);
+  if (!p) rd_abort(ctx, __FILE__, __LINE__, "out of memory for distributed statistics");
+  return p;
+}
+
+/* Small arrays, zeroed. */
+static void *dcalloc(const rd_ctx *ctx, size_t n, size_t size) {
+  void *p = calloc(n ? n : 1, size);
+  if (!p) rd_abort(ctx, __FILE__, __LINE__, "out of memory for distributed statistics");
+  return p;
+}
+
+int rd_dist_counts(const rd_ctx *ctx, int n_sets, const size_t *n, int64_t *off, int64_t *total) {
+  long long *mine = dcalloc(ctx, (size_t)n_sets, sizeof *mine);
+  long long *all = dmalloc(ctx, sizeof(long long) * (size_t)n_sets * (size_t)ctx->size);
+  for (int s = 0; s < n_sets; s++) mine[s] = (long long)n[s];
+  RD_MPI_CHECK(ctx, MPI_Allgather(mine, n_sets, MPI_LONG_LONG, all, n_sets, MPI_LONG_LONG, ctx->comm));
+  for (int s = 0; s < n_sets; s++) {
+    off[s] = total[s] = 0;
+    for (int r = 0; r < ctx->size; r++) {
+      if (r == ctx->rank) off[s] = total[s];
+      total[s] += all[(size_t)r * (size_t)n_sets + (size_t)s];
+    }
+  }
+  free(mine);
+  free(all);
+  return RD_OK;
+}
+
+int rd_dist_sums(const rd_ctx *ctx, int n_sets, const double *const *x, const size_t *n, const int64_t *off,
+                 const double *centers, double *sums) {
+  /* every rank's pieces of every sequence, one message to rank 0 */
+  size_t cap = 0;
+  for (int s = 0; s < n_sets; s++) cap += RD_SUM_PART_MAX(n[s]);
+  double *mine = dmalloc(ctx, sizeof(double) * cap);
+  size_t len = 0;
+  for (int s = 0; s < n_sets; s++) len += rd_sum_part(x[s], n[s], off[s], centers ? &centers[s] : NULL, mine + len);
+  if (len > (size_t)INT32_MAX) rd_abort(ctx, __FILE__, __LINE__, "sum pieces too large");
+  int cnt = (int)len, *counts = NULL, *displs = NULL;
+  double *all = NULL;
+  if (ctx->rank == 0) {
+    counts = dmalloc(ctx, sizeof(int) * (size_t)ctx->size);
+    displs = dmalloc(ctx, sizeof(int) * (size_t)ctx->size);
+  }
+  RD_MPI_CHECK(ctx, MPI_Gather(&cnt, 1, MPI_INT, counts, 1, MPI_INT, 0, ctx->comm));
+  if (ctx->rank == 0) {
+    int64_t t = 0;
+    for (int r = 0; r < ctx->size; r++) {
+      displs[r] = (int)t;
+      t += counts[r];
+    }
+    if (t > INT32_MAX) rd_abort(ctx, __FILE__, __LINE__, "sum pieces too large");
+    all = dmalloc(ctx, sizeof(double) * (size_t)t);
+  }
+  RD_MPI_CHECK(ctx, MPI_Gatherv(mine, cnt, MPI_DOUBLE, all, counts, displs, MPI_DOUBLE, 0, ctx->comm));
+  if (ctx->rank == 0) {
+    /* rank r's message holds its piece of each sequence in turn; sequence s adds the ranks' pieces
+     * in rank order */
+    size_t *at = dmalloc(ctx, sizeof(size_t) * (size_t)ctx->size);
+    for (int r = 0; r < ctx->size; r++) at[r] = (size_t)displs[r];
+    for (int s = 0; s < n_sets; s++) {
+      rd_sum_state z;
+      rd_sum_begin(&z);
+      for (int r = 0; r < ctx->size; r++) at[r] += rd_sum_add_part(&z, all + at[r]);
+      sums[s] = rd_sum_end(&z);
+    }
+    free(at);
+  }
+  free(all);
+  free(counts);
+  free(displs);
+  free(mine);
+  return RD_OK;
+}
+
+/* ---- order statistics --------------------------------------------------------------------- */
+
+#define TOP_BITS 16
+#define TOP_BINS (1 << TOP_BITS)
+#define DIGIT_BITS 8
+#define DIGIT_BINS (1 << DIGIT_BITS)
+
+/* The values of one sequence that share a prefix of their keys (the top `bits` bits), this rank's. */
+typedef struct key_group {
+  int set;
+  int bits;
+  uint64_t prefix;
+  uint64_t *keys;
+  size_t n;
+} key_group;
+
+/* The digit below the first `bits` bits of key. */
+static inline unsigned digit_of(uint64_t key, int bits, int width) {
+  return (unsigned)((key >> (64 - bits - width)) & ((1u << width) - 1));
+}
+
+/* The bucket of target t's remaining rank in a global histogram: the digit d with
+ * cum(d) <= rem < cum(d) + h[d]; rem becomes the rank within it. */
+static unsigned pick_bucket(const uint32_t *h, unsigned bins, int64_t *rem) {
+  int64_t cum = 0;
+  for (unsigned d = 0; d < bins; d++) {
+    if (*rem < cum + (int64_t)h[d]) {
+      *rem -= cum;
+      return d;
+    }
+    cum += h[d];
+  }
+  return bins - 1;  /* unreachable when k < total */
+}
+
+/* Rounds 1 and 2 over the rank's whole parts: a histogram of the keys' top 16 bits of each set with
+ * targets (four side by side: close values, probabilities, fall in few bins and increments of one
+ * counter would wait on each other), all-reduced; every target takes its bucket; then a histogram of
+ * the next 8 bits within the targets' buckets, all-reduced; then the groups (set, 24-bit prefix)
+ * receive this rank's keys with those prefixes, a small fraction of the values (no copy of the
+ * larger 16-bit buckets). */
+static int first_rounds(const rd_ctx *ctx, int n_sets, const double *const *x, const size_t *n, int n_t, const int *set,
+                        int64_t *rem, uint64_t *prefix, int *group_of, key_group **groups_out, int *n_groups_out) {
+  int *want = dcalloc(ctx, (size_t)n_sets, sizeof *want), *hist_of = dcalloc(ctx, (size_t)n_sets, sizeof *hist_of);
+  int nw = 0;
+  for (int t = 0; t < n_t; t++) want[set[t]] = 1;
+  for (int s = 0; s < n_sets; s++) hist_of[s] = want[s] ? nw++ : -1;
+  uint32_t *loc = dcalloc(ctx, (size_t)nw * TOP_BINS, sizeof *loc), *glob = dmalloc(ctx, sizeof *glob * (size_t)nw * TOP_BINS);
+  uint32_t *h4 = dmalloc(ctx, sizeof(uint32_t) * 4 * TOP_BINS);
+  for (int s = 0; s < n_sets; s++) {
+    if (!want[s]) continue;
+    memset(h4, 0, sizeof(uint32_t) * 4 * TOP_BINS);
+    const double *xs = x[s];
+    size_t i = 0;
+    for (; i + 4 <= n[s]; i += 4)
+      for (int c = 0; c < 4; c++)
+        if (!isnan(xs[i + c])) h4[c * TOP_BINS + (rd_order_key(xs[i + c]) >> (64 - TOP_BITS))]++;
+    for (; i < n[s]; i++)
+      if (!isnan(xs[i])) h4[rd_order_key(xs[i]) >> (64 - TOP_BITS)]++;
+    uint32_t *h = loc + (size_t)hist_of[s] * TOP_BINS;
+    for (int d = 0; d < TOP_BINS; d++) h[d] = h4[d] + h4[TOP_BINS + d] + h4[2 * TOP_BINS + d] + h4[3 * TOP_BINS + d];
+  }
+  free(h4);
+  RD_MPI_CHECK(ctx, MPI_Allreduce(loc, glob, nw * TOP_BINS, MPI_UINT32_T, MPI_SUM, ctx->comm));
+  /* the 16-bit buckets holding targets, one slot per distinct (set, bucket), in target order */
+  int *slot_of_t = dmalloc(ctx, sizeof(int) * (size_t)n_t), ns = 0;
+  int *slot_set = dmalloc(ctx, sizeof(int) * (size_t)n_t);
+  for (int t = 0; t < n_t; t++) {
+    unsigned d = pick_bucket(glob + (size_t)hist_of[set[t]] * TOP_BINS, TOP_BINS, &rem[t]);
+    prefix[t] = d;
+    slot_of_t[t] = -1;
+    for (int t2 = 0; t2 < t; t2++)
+      if (set[t2] == set[t] && prefix[t2] == d) slot_of_t[t] = slot_of_t[t2];
+    if (slot_of_t[t] < 0) {
+      slot_set[ns] = set[t];
+      slot_of_t[t] = ns++;
+    }
+  }
+  free(loc);
+  free(glob);
+  /* round 2: the next 8 bits within those buckets, straight from the values */
+  int32_t *slot = dmalloc(ctx, sizeof(int32_t) * TOP_BINS);
+  uint32_t *l2 = dcalloc(ctx, (size_t)ns * DIGIT_BINS, sizeof *l2), *g2 = dmalloc(ctx, sizeof *g2 * (size_t)ns * DIGIT_BINS);
+  for (int s = 0; s < n_sets; s++) {
+    if (!want[s]) continue;
+    for (int d = 0; d < TOP_BINS; d++) slot[d] = -1;
+    for (int t = 0; t < n_t; t++)
+      if (set[t] == s) slot[prefix[t]] = slot_of_t[t];
+    for (size_t i = 0; i < n[s]; i++) {
+      if (isnan(x[s][i])) continue;
+      uint64_t key = rd_order_key(x[s][i]);
+      int32_t j = slot[key >> (64 - TOP_BITS)];
+      if (j >= 0) l2[(size_t)j * DIGIT_BINS + digit_of(key, TOP_BITS, DIGIT_BITS)]++;
+    }
+  }
+  RD_MPI_CHECK(ctx, MPI_Allreduce(l2, g2, ns * DIGIT_BINS, MPI_UINT32_T, MPI_SUM, ctx->comm));
+  /* groups: one per distinct (set, 24-bit prefix), in target order; (slot, digit) -> group */
+  key_group *g = calloc((size_t)n_t, sizeof *g);
+  int32_t *group_at = dmalloc(ctx, sizeof(int32_t) * (size_t)ns * DIGIT_BINS);
+  if (!g) rd_abort(ctx, __FILE__, __LINE__, "out of memory for distributed statistics");
+  for (size_t i = 0; i < (size_t)ns * DIGIT_BINS; i++) group_at[i] = -1;
+  int ng = 0;
+  for (int t = 0; t < n_t; t++) {
+    int sl = slot_of_t[t];
+    unsigned d = pick_bucket(g2 + (size_t)sl * DIGIT_BINS, DIGIT_BINS, &rem[t]);
+    prefix[t] = (prefix[t] << DIGIT_BITS) | d;
+    int32_t *at = &group_at[(size_t)sl * DIGIT_BINS + d];
+    if (*at < 0) {
+      g[ng] = (key_group){.set = set[t], .bits = TOP_BITS + DIGIT_BITS, .prefix = prefix[t]};
+      g[ng].keys = dmalloc(ctx, sizeof(uint64_t) * l2[(size_t)sl * DIGIT_BINS + d]);
+      *at = ng++;
+    }
+    group_of[t] = *at;
+  }
+  for (int s = 0; s < n_sets; s++) {
+    if (!want[s]) continue;
+    for (int d = 0; d < TOP_BINS; d++) slot[d] = -1;
+    for (int t = 0; t < n_t; t++)
+      if (set[t] == s) slot[prefix[t] >> DIGIT_BITS] = slot_of_t[t];
+    for (size_t i = 0; i < n[s]; i++) {
+      if (isnan(x[s][i])) continue;
+      uint64_t key = rd_order_key(x[s][i]);
+      int32_t j = slot[key >> (64 - TOP_BITS)];
+      if (j < 0) continue;
+      int32_t q = group_at[(size_t)j * DIGIT_BINS + digit_of(key, TOP_BITS, DIGIT_BITS)];
+      if (q >= 0) g[q].keys[g[q].n++] = key;
+    }
+  }
+  free(slot);
+  free(l2);
+  free(g2);
+  free(group_at);
+  free(slot_of_t);
+  free(slot_set);
+  free(want);
+  free(hist_of);
+  *groups_out = g;
+  *n_groups_out = ng;
+  return RD_OK;
+}
+
+/* One later round: an 8-bit histogram per group, all-reduced; each target takes its digit, and
+ * the groups are split to the targets' new prefixes (keys outside every target's prefix drop). */
+static void next_round(const rd_ctx *ctx, int n_t, int64_t *rem, uint64_t *prefix, int *group_of, key_group **gp,
+                       int *ngp) {
+  key_group *g = *gp;
+  int ng = *ngp;
+  uint32_t *loc = calloc((size_t)ng * DIGIT_BINS, sizeof *loc), *glob = dmalloc(ctx, sizeof *glob * (size_t)ng * DIGIT_BINS);
+  if (!loc) rd_abort(ctx, __FILE__, __LINE__, "out of memory for distributed statistics");
+  for (int j = 0; j < ng; j++)
+    for (size_t i = 0; i < g[j].n; i++) loc[(size_t)j * DIGIT_BINS + digit_of(g[j].keys[i], g[j].bits, DIGIT_BITS)]++;
+  RD_MPI_CHECK(ctx, MPI_Allreduce(loc, glob, ng * DIGIT_BINS, MPI_UINT32_T, MPI_SUM, ctx->comm));
+  key_group *ng_g = calloc((size_t)n_t, sizeof *ng_g);
+  int nn = 0;
+  int *new_of = dmalloc(ctx, sizeof(int) * (size_t)n_t);
+  if (!ng_g) rd_abort(ctx, __FILE__, __LINE__, "out of memory for distributed statistics");
+  for (int t = 0; t < n_t; t++) {
+    const key_group *o = &g[group_of[t]];
+    unsigned d = pick_bucket(glob + (size_t)group_of[t] * DIGIT_BINS, DIGIT_BINS, &rem[t]);
+    prefix[t] = (prefix[t] << DIGIT_BITS) | d;
+    new_of[t] = -1;
+    for (int j = 0; j < nn; j++)
+      if (ng_g[j].set == o->set && ng_g[j].prefix == prefix[t]) new_of[t] = j;
+    if (new_of[t] < 0) {
+      ng_g[nn] = (key_group){.set = o->set, .bits = o->bits + DIGIT_BITS, .prefix = prefix[t]};
+      ng_g[nn].keys = dmalloc(ctx, sizeof(uint64_t) * loc[(size_t)group_of[t] * DIGIT_BINS + d]);
+      new_of[t] = nn++;
+    }
+  }
+  /* each old group's keys go to the new groups made from it (a digit -> group table) */
+  int map[DIGIT_BINS];
+  for (int j = 0; j < ng; j++) {
+    for (int d = 0; d < DIGIT_BINS; d++) map[d] = -1;
+    for (int t = 0; t < n_t; t++)
+      if (group_of[t] == j) map[prefix[t] & (DIGIT_BINS - 1)] = new_of[t];
+    for (size_t i = 0; i < g[j].n; i++) {
+      int m = map[digit_of(g[j].keys[i], g[j].bits, DIGIT_BITS)];
+      if (m >= 0) ng_g[m].keys[ng_g[m].n++] = g[j].keys[i];
+    }
+    free(g[j].keys);
+  }
+  memcpy(group_of, new_of, sizeof(int) * (size_t)n_t);
+  free(new_of);
+  free(g);
+  free(loc);
+  free(glob);
+  *gp = ng_g;
+  *ngp = nn;
+}
+
+static int radix_select(const rd_ctx *ctx, int n_sets, const double *const *x, const size_t *n, int n_targets,
+                        const int *set, const int64_t *k, double *value);
+
+/* Sequences of fewer than RD_SORT_SMALL defined values: gathered in order on every rank and sorted
+ * there as rd_summarize sorts them; their targets are answered and taken out (*set_out = -1). */
+static void small_sets(const rd_ctx *ctx, int n_sets, const double *const *x, const size_t *n, int n_t, const int *set,
+                       const int64_t *k, double *value, int *set_out) {
+  size_t *m = dcalloc(ctx, (size_t)n_sets, sizeof *m);
+  int64_t *off = dcalloc(ctx, (size_t)n_sets, sizeof *off), *total = dcalloc(ctx, (size_t)n_sets, sizeof *total);
+  for (int s = 0; s < n_sets; s++) m[s] = rd_count_defined(x[s], n[s]);
+  rd_dist_counts(ctx, n_sets, m, off, total);
+  memcpy(set_out, set, sizeof(int) * (size_t)n_t);
+  int *cnt = dmalloc(ctx, sizeof(int) * (size_t)ctx->size), *dis = dmalloc(ctx, sizeof(int) * (size_t)ctx->size);
+  for (int s = 0; s < n_sets; s++) {
+    int used = 0;
+    for (int t = 0; t < n_t; t++) used |= set[t] == s;
+    if (!used || total[s] >= RD_SORT_SMALL) continue;
+    double *mine = dmalloc(ctx, sizeof(double) * (m[s] + 1)), *all = dmalloc(ctx, sizeof(double) * (size_t)(total[s] + 1));
+    size_t j = 0;
+    for (size_t i = 0; i < n[s]; i++)
+      if (!isnan(x[s][i])) mine[j++] = x[s][i];
+    int c = (int)m[s];
+    RD_MPI_CHECK(ctx, MPI_Allgather(&c, 1, MPI_INT, cnt, 1, MPI_INT, ctx->comm));
+    for (int r = 0, at = 0; r < ctx->size; r++) {
+      dis[r] = at;
+      at += cnt[r];
+    }
+    RD_MPI_CHECK(ctx, MPI_Allgatherv(mine, c, MPI_DOUBLE, all, cnt, dis, MPI_DOUBLE, ctx->comm));
+    rd_sort_doubles(all, (size_t)total[s]);
+    for (int t = 0; t < n_t; t++)
+      if (set[t] == s) {
+        value[t] = all[k[t]];
+        set_out[t] = -1;
+      }
+    free(mine);
+    free(all);
+  }
+  free(cnt);
+  free(dis);
+  free(m);
+  free(off);
+  free(total);
+}
+
+int rd_dist_order_stats(const rd_ctx *ctx, int n_sets, const double *const *x, const size_t *n, int n_targets,
+                        const int *set, const int64_t *k, double *value) {
+  if (n_targets <= 0) return RD_OK;
+  /* small sequences first; the radix selection takes the other targets */
+  int *set2 = dmalloc(ctx, sizeof(int) * (size_t)n_targets), *map = dmalloc(ctx, sizeof(int) * (size_t)n_targets);
+  small_sets(ctx, n_sets, x, n, n_targets, set, k, value, set2);
+  int nt = 0;
+  int64_t *k2 = dmalloc(ctx, sizeof(int64_t) * (size_t)n_targets);
+  for (int t = 0; t < n_targets; t++)
+    if (set2[t] >= 0) {
+      map[nt] = t;
+      set2[nt] = set2[t];
+      k2[nt++] = k[t];
+    }
+  if (nt > 0) {
+    double *v2 = dmalloc(ctx, sizeof(double) * (size_t)nt);
+    radix_select(ctx, n_sets, x, n, nt, set2, k2, v2);
+    for (int t = 0; t < nt; t++) value[map[t]] = v2[t];
+    free(v2);
+  }
+  free(set2);
+  free(map);
+  free(k2);
+  return RD_OK;
+}
+
+static int radix_select(const rd_ctx *ctx, int n_sets, const double *const *x, const size_t *n, int n_targets,
+                        const int *set, const int64_t *k, double *value) {
+  int64_t *rem = dmalloc(ctx, sizeof(int64_t) * (size_t)n_targets);
+  uint64_t *prefix = dmalloc(ctx, sizeof(uint64_t) * (size_t)n_targets);
+  int *group_of = dmalloc(ctx, sizeof(int) * (size_t)n_targets);
+  memcpy(rem, k, sizeof(int64_t) * (size_t)n_targets);
+  key_group *g = NULL;
+  int ng = 0;
+  first_rounds(ctx, n_sets, x, n, n_targets, set, rem, prefix, group_of, &g, &ng);
+  for (int bits = TOP_BITS + DIGIT_BITS; bits < 64; bits += DIGIT_BITS)
+    next_round(ctx, n_targets, rem, prefix, group_of, &g, &ng);
+  for (int t = 0; t < n_targets; t++) value[t] = rd_order_value(prefix[t]);
+  for (int j = 0; j < ng; j++) free(g[j].keys);
+  free(g);
+  free(rem);
+  free(prefix);
+  free(group_of);
+  return RD_OK;
+}
+
+/* ---- summaries ---------------------------------------------------------------------------- */
+
+#define N_QUANTILES 5
+static const double summary_q[N_QUANTILES] = {0.05, 0.25, 0.5, 0.75, 0.95};
+
+int rd_dist_summaries(const rd_ctx *ctx, int n_sets, const double *const *x, const size_t *n, rd_summary *out) {
+  int64_t *off = dmalloc(ctx, sizeof(int64_t) * (size_t)n_sets), *total = dmalloc(ctx, sizeof(int64_t) * (size_t)n_sets);
+  double *sums = dmalloc(ctx, sizeof(double) * (size_t)n_sets), *means = dmalloc(ctx, sizeof(double) * (size_t)n_sets);
+  size_t *defined = dcalloc(ctx, (size_t)n_sets, sizeof *defined);
+  for (int s = 0; s < n_sets; s++) defined[s] = rd_count_defined(x[s], n[s]);
+  rd_dist_counts(ctx, n_sets, defined, off, total);
+  free(defined);
+  /* mean (rd_mean_sd: the fixed-block sum over n), then the second pass around it */
+  rd_dist_sums(ctx, n_sets, x, n, off, NULL, sums);
+  for (int s = 0; s < n_sets; s++) means[s] = total[s] > 0 ? sums[s] / (double)total[s] : NAN;
+  RD_MPI_CHECK(ctx, MPI_Bcast(means, n_sets, MPI_DOUBLE, 0, ctx->comm));
+  rd_dist_sums(ctx, n_sets, x, n, off, means, sums);
+  /* the order statistics the quantiles need: k, and k + 1 when interpolating */
+  int cap = n_sets * N_QUANTILES * 2, nt = 0;
+  int *tset = dmalloc(ctx, sizeof(int) * (size_t)cap);
+  int64_t *tk = dmalloc(ctx, sizeof(int64_t) * (size_t)cap);
+  double *tv = dmalloc(ctx, sizeof(double) * (size_t)cap);
+  for (int s = 0; s < n_sets; s++) {
+    if (total[s] == 0) continue;
+    for (int j = 0; j < N_QUANTILES; j++) {
+      size_t kk;
+      double g;
+      rd_quantile_pos((size_t)total[s], summary_q[j], &kk, &g);
+      tset[nt] = s;
+      tk[nt++] = (int64_t)kk;
+      if (g != 0.0 && (int64_t)kk + 1 < total[s]) {
+        tset[nt] = s;
+        tk[nt++] = (int64_t)kk + 1;
+      }
+    }
+  }
+  rd_dist_order_stats(ctx, n_sets, x, n, nt, tset, tk, tv);
+  if (ctx->rank == 0) {
+    for (int s = 0, t = 0; s < n_sets; s++) {
+      rd_summary *o = &out[s];
+      o->n = total[s];
+      o->mean = means[s];
+      o->sd = total[s] >= 2 ? sqrt(sums[s] / (double)(total[s] - 1)) : NAN;
+      o->ci_lo = o->ci_hi = NAN;
+      double qv[N_QUANTILES];
+      for (int j = 0; j < N_QUANTILES; j++) {
+        if (total[s] == 0) {
+          qv[j] = NAN;
+          continue;
+        }
+        size_t kk;
+        double g;
+        rd_quantile_pos((size_t)total[s], summary_q[j], &kk, &g);
+        double a = tv[t++], b = a;
+        if (g != 0.0 && (int64_t)kk + 1 < total[s]) b = tv[t++];
+        qv[j] = g == 0.0 ? a : rd_quantile_lerp(a, b, g);
+      }
+      o->q05 = qv[0];
+      o->q25 = qv[1];
+      o->median = qv[2];
+      o->q75 = qv[3];
+      o->q95 = qv[4];
+    }
+  }
+  free(tset);
+  free(tk);
+  free(tv);
+  free(off);
+  free(total);
+  free(sums);
+  free(means);
+  return RD_OK;
+}

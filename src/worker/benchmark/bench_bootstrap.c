@@ -1,0 +1,220 @@
+/* benchmark: the distributed bootstrap (see docs/reference.md, 'Bootstrap and comparisons').
+ * Rank r computes replicates rd_split_range(B, size, r) (every model's sections and score, Q = M × K
+ * values each); an all-to-all exchange then gives each rank every replicate of its share of the
+ * quantities, rd_split_range(Q, size, r), whose percentile intervals it computes. With comparisons,
+ * every rank receives all models' score replicates (and section replicates with "compare_sections")
+ * and computes its share of the compared (pair, quantity) units. Rank 0
+ * gathers the intervals ci [Q × 3: lo, hi, dropped] and comparisons cmp [n_cmp × 4: lo, hi, p, used].
+ * Each value is computed whole by one rank from the same replicates, whatever the rank count. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_internal.h"
+#include "rmdiag/kernels/stats.h"
+
+/* This rank's share of the replicates [b0, b1) and of the quantities [q0, q1). */
+typedef struct boot_share {
+  int64_t B, M, K, Q;
+  int64_t b0, b1, q0, q1, nb, nq;
+} boot_share;
+
+static void boot_share_init(const rd_ctx *ctx, const bench_dims *d, int64_t B, boot_share *s) {
+  s->B = B;
+  s->M = d->M;
+  s->K = d->n_sec + 1;
+  s->Q = s->M * s->K;
+  rd_split_range(B, ctx->size, ctx->rank, &s->b0, &s->b1);
+  rd_split_range(s->Q, ctx->size, ctx->rank, &s->q0, &s->q1);
+  s->nb = s->b1 - s->b0;
+  s->nq = s->q1 - s->q0;
+}
+
+/* Counts and displacements (in elements) of a gather where rank r contributes per * its share of n. */
+static void share_counts(int64_t n, int size, int64_t per, int *counts, int *displs) {
+  for (int r = 0, pos = 0; r < size; r++) {
+    int64_t r0, r1;
+    rd_split_range(n, size, r, &r0, &r1);
+    counts[r] = (int)(per * (r1 - r0));
+    displs[r] = pos;
+    pos += counts[r];
+  }
+}
+
+/* The rank's replicates, replicate-major: local[(b - b0) * Q + q], in blocks of 64 (progress). */
+static int boot_replicates(const rd_ctx *ctx, const bench_eval *E, const boot_share *s, int64_t seed, const char *job,
+                           rd_progress *prog, double *local, rd_status *st) {
+  for (int64_t b = s->b0; b < s->b1 && st->code == RD_OK; b += 64) {
+    int64_t e = b + 64 < s->b1 ? b + 64 : s->b1;
+    if (bench_bootstrap_block(E, seed, job, b, e, local + (b - s->b0) * s->Q, st) == RD_OK && prog)
+      rd_progress_update(prog, e - s->b0);
+  }
+  return rd_agree(ctx, st);
+}
+
+/* Every replicate of the rank's quantities, quantity-major: cols[(q - q0) * B + b]. */
+static double *boot_columns(const rd_ctx *ctx, const boot_share *s, const double *local, rd_status *st) {
+  int size = ctx->size;
+  int64_t Q = s->Q, nb = s->nb, B = s->B;
+  /* large buffers on huge pages where the kernel allows (fewer fresh-page faults) */
+  double *T = rd_malloc_big(sizeof(double) * (size_t)(nb * Q + 1), st, "bootstrap replicates");
+  if (!T) rd_abort(ctx, __FILE__, __LINE__, "out of memory for the bootstrap");
+  /* replicate-major to quantity-major, eight quantities (one cache line of a replicate) at a time;
+   * the block for rank s is then quantities [q0_s, q1_s) x my replicates, contiguous */
+  for (int64_t qa = 0; qa < Q; qa += 8) {
+    int64_t w = Q - qa < 8 ? Q - qa : 8;
+    for (int64_t b = 0; b < nb; b++)
+      for (int64_t j = 0; j < w; j++) T[(qa + j) * nb + b] = local[b * Q + qa + j];
+  }
+  if (size == 1) return T;  /* one rank: the transposed replicates are the columns */
+  double *cols = rd_malloc_big(sizeof(double) * (size_t)(s->nq * B + 1), st, "bootstrap replicates");
+  int *sc = malloc(sizeof(int) * (size_t)size), *sd = malloc(sizeof(int) * (size_t)size);
+  int *ones = malloc(sizeof(int) * (size_t)size), *rdp = malloc(sizeof(int) * (size_t)size);
+  MPI_Datatype *rt = malloc(sizeof(MPI_Datatype) * (size_t)size), *stp = malloc(sizeof(MPI_Datatype) * (size_t)size);
+  if (!cols || !sc || !sd || !ones || !rdp || !rt || !stp)
+    rd_abort(ctx, __FILE__, __LINE__, "out of memory for the bootstrap");
+  /* each rank sends its block as it lies in T; the receiver places rank s's replicates of each of
+   * its quantities straight into the columns (a strided datatype), in replicate order */
+  for (int r = 0; r < size; r++) {
+    int64_t sq0, sq1, sb0, sb1;
+    rd_split_range(Q, size, r, &sq0, &sq1);
+    rd_split_range(B, size, r, &sb0, &sb1);
+    sc[r] = (int)((sq1 - sq0) * nb);
+    sd[r] = (int)(sq0 * nb * (int64_t)sizeof(double));
+    stp[r] = MPI_DOUBLE;
+    ones[r] = 1;
+    rdp[r] = (int)(sb0 * (int64_t)sizeof(double));
+    RD_MPI_CHECK(ctx, MPI_Type_vector((int)s->nq, (int)(sb1 - sb0), (int)B, MPI_DOUBLE, &rt[r]));
+    RD_MPI_CHECK(ctx, MPI_Type_commit(&rt[r]));
+    if (s->nq == 0 || sb1 == sb0) ones[r] = 0;
+  }
+  RD_MPI_CHECK(ctx, MPI_Alltoallw(T, sc, sd, stp, cols, ones, rdp, rt, ctx->comm));
+  for (int r = 0; r < size; r++) MPI_Type_free(&rt[r]);
+  free(T);
+  free(sc);
+  free(sd);
+  free(ones);
+  free(rdp);
+  free(rt);
+  free(stp);
+  return cols;
+}
+
+/* Whether quantity q (model q / K, section q % K, the score at K - 1) is compared. */
+static int compared(const boot_share *s, int per_pair, int64_t q) { return per_pair > 1 || q % s->K == s->K - 1; }
+
+/* The replicates of every compared quantity, on every rank: [M × B] scores, or [M × K × B] sections
+ * and scores with per_pair = K; each rank sends the compared columns it owns. */
+static double *boot_compared(const rd_ctx *ctx, const boot_share *s, int per_pair, const double *cols) {
+  int64_t B = s->B;
+  double *all = malloc(sizeof(double) * (size_t)(s->M * per_pair * B));
+  double *mine = malloc(sizeof(double) * (size_t)(s->nq * B + 1));
+  int *rc = malloc(sizeof(int) * (size_t)ctx->size), *rdp = malloc(sizeof(int) * (size_t)ctx->size);
+  if (!all || !mine || !rc || !rdp) rd_abort(ctx, __FILE__, __LINE__, "out of memory for the comparisons");
+  int64_t n_mine = 0;
+  for (int64_t q = s->q0; q < s->q1; q++)
+    if (compared(s, per_pair, q)) memcpy(mine + (n_mine++) * B, cols + (q - s->q0) * B, sizeof(double) * (size_t)B);
+  for (int r = 0, pos = 0; r < ctx->size; r++) {
+    int64_t sq0, sq1, cnt = 0;
+    rd_split_range(s->Q, ctx->size, r, &sq0, &sq1);
+    for (int64_t q = sq0; q < sq1; q++) cnt += compared(s, per_pair, q);
+    rc[r] = (int)(cnt * B);
+    rdp[r] = pos;
+    pos += rc[r];
+  }
+  RD_MPI_CHECK(ctx, MPI_Allgatherv(mine, (int)(n_mine * B), MPI_DOUBLE, all, rc, rdp, MPI_DOUBLE, ctx->comm));
+  free(mine);
+  free(rc);
+  free(rdp);
+  return all;
+}
+
+/* Percentile intervals of the rank's quantities, gathered on rank 0 into ci (sorts the columns, so
+ * the score replicates for the comparisons are taken first). */
+static void boot_intervals(const rd_ctx *ctx, const boot_share *s, double *cols, double *ci) {
+  double *myci = malloc(sizeof(double) * (size_t)(3 * s->nq + 1));
+  int *rc = malloc(sizeof(int) * (size_t)ctx->size), *rdp = malloc(sizeof(int) * (size_t)ctx->size);
+  if (!myci || !rc || !rdp) rd_abort(ctx, __FILE__, __LINE__, "out of memory for the bootstrap");
+  for (int64_t q = 0; q < s->nq; q++) {
+    double lo, hi;
+    size_t dropped = rd_percentile_ci95(cols + q * s->B, (size_t)s->B, &lo, &hi);
+    myci[3 * q] = lo;
+    myci[3 * q + 1] = hi;
+    myci[3 * q + 2] = (double)dropped;
+  }
+  share_counts(s->Q, ctx->size, 3, rc, rdp);
+  RD_MPI_CHECK(ctx, MPI_Gatherv(myci, (int)(3 * s->nq), MPI_DOUBLE, ci, rc, rdp, MPI_DOUBLE, 0, ctx->comm));
+  free(myci);
+  free(rc);
+  free(rdp);
+}
+
+/* The rank's share of the paired comparisons, gathered on rank 0 into cmp: unit u = pair × per_pair
+ * + j compares quantity j of the pair's two models (rows of `rep`, per_pair rows per model). */
+static void boot_comparisons(const rd_ctx *ctx, const boot_share *s, const double *rep, int per_pair, int n_cmp,
+                             const int *cmp_a, const int *cmp_b, double *cmp) {
+  int64_t B = s->B, c0, c1, n_units = (int64_t)n_cmp * per_pair;
+  rd_split_range(n_units, ctx->size, ctx->rank, &c0, &c1);
+  double *mycmp = malloc(sizeof(double) * (size_t)(4 * (c1 - c0) + 1));
+  double *scratch = malloc(sizeof(double) * (size_t)(B + 1));
+  int *rc = malloc(sizeof(int) * (size_t)ctx->size), *rdp = malloc(sizeof(int) * (size_t)ctx->size);
+  if (!mycmp || !scratch || !rc || !rdp) rd_abort(ctx, __FILE__, __LINE__, "out of memory for the comparisons");
+  for (int64_t u = c0; u < c1; u++) {
+    int64_t c = u / per_pair, j = u % per_pair;
+    const double *a = rep + ((int64_t)cmp_a[c] * per_pair + j) * B, *b = rep + ((int64_t)cmp_b[c] * per_pair + j) * B;
+    bench_compare_pair(a, b, B, scratch, mycmp + 4 * (u - c0));
+  }
+  share_counts(n_units, ctx->size, 4, rc, rdp);
+  RD_MPI_CHECK(ctx, MPI_Gatherv(mycmp, (int)(4 * (c1 - c0)), MPI_DOUBLE, cmp, rc, rdp, MPI_DOUBLE, 0, ctx->comm));
+  free(mycmp);
+  free(scratch);
+  free(rc);
+  free(rdp);
+}
+
+/* Rank 0's comparisons on every rank (n_cmp pairs). */
+static int share_comparisons(const rd_ctx *ctx, bench_root *r) {
+  int n_cmp = r->n_cmp;
+  RD_MPI_CHECK(ctx, MPI_Bcast(&n_cmp, 1, MPI_INT, 0, ctx->comm));
+  if (ctx->rank != 0) {
+    r->cmp_a = malloc(sizeof(int) * (size_t)(n_cmp + 1));
+    r->cmp_b = malloc(sizeof(int) * (size_t)(n_cmp + 1));
+    if (!r->cmp_a || !r->cmp_b) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+  }
+  rd_bcast_bytes(ctx, r->cmp_a, sizeof(int) * (size_t)n_cmp, 0);
+  rd_bcast_bytes(ctx, r->cmp_b, sizeof(int) * (size_t)n_cmp, 0);
+  return n_cmp;
+}
+
+int bench_bootstrap(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, const bench_eval *E, bench_root *r,
+                    double **ci, double **cmp, rd_status *st) {
+  const bench_dims *d = &E->p->d;
+  const bench_opts *o = job->opts;
+  int n_cmp = share_comparisons(ctx, r);
+  int per_pair = (int)bench_cmp_per_pair(o, d);
+  if (ctx->rank == 0) {
+    *ci = malloc(sizeof(double) * (size_t)(3 * d->M * (d->n_sec + 1)));
+    *cmp = malloc(sizeof(double) * (size_t)(4 * (int64_t)n_cmp * per_pair + 1));
+    if (!*ci || !*cmp) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+  }
+  boot_share s;
+  boot_share_init(ctx, d, o->bootstrap, &s);
+  rd_progress prog;
+  rd_progress_begin(&prog, ctx->quiet ? NULL : ctx->err, job->name, "bootstrap", s.nb);
+  double *local = rd_malloc_big(sizeof(double) * (size_t)(s.nb * s.Q + 1), st, "bootstrap replicates");
+  if (!local) rd_abort(ctx, __FILE__, __LINE__, "out of memory for the bootstrap");
+  if (boot_replicates(ctx, E, &s, jf->seed, job->name, &prog, local, st) != RD_OK) {
+    free(local);
+    return st->code;
+  }
+  double *cols = boot_columns(ctx, &s, local, st);
+  free(local);
+  double *rep = n_cmp > 0 ? boot_compared(ctx, &s, per_pair, cols) : NULL;
+  boot_intervals(ctx, &s, cols, *ci);
+  if (n_cmp > 0) boot_comparisons(ctx, &s, rep, per_pair, n_cmp, r->cmp_a, r->cmp_b, *cmp);
+  free(rep);
+  free(cols);
+  rd_progress_end(&prog);
+  rd_timing_mark(ctx->rank, job->name, "bootstrap");
+  return st->code;
+}
