@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "rmdiag/backend_select.h"
 #include "rmdiag/common/comm.h"
 #include "rmdiag/import/formats.h"
 #include "rmdiag/init.h"
@@ -304,7 +305,9 @@ int rmdiag_main(int argc, char **argv, MPI_Comm comm, FILE *out, FILE *err) {
                           strcmp(cmd, "-h") == 0)) {
     rd_fail(&st, RD_EINPUT, "%s takes no arguments (got \"%s\"; see rmdiag --help)", cmd, argv[2]);
   } else if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
-    if (ctx.out) fprintf(ctx.out, "rmdiag %s (CUDA backend %s)\n", RMDIAG_VERSION, RMDIAG_HAVE_CUDA ? "built" : "not built");
+    char cuda[1024];
+    rd_backend_versions(cuda, sizeof cuda);
+    if (ctx.out) fprintf(ctx.out, "rmdiag %s (%s)\n", RMDIAG_VERSION, cuda);
   } else if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
     if (ctx.out) print_help(ctx.out);
   } else if (strcmp(cmd, "help") == 0) {

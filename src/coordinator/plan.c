@@ -121,9 +121,10 @@ static void heap_build(heap *h) {
 }
 
 /* The estimated makespan of handing `order` out to the groups of `l`: whenever a group frees up
- * it takes the next large job (wide groups, while any is left) or the next other job. */
+ * it takes the next large job (wide groups, while any is left) or the next other job. Stops early,
+ * returning the time reached, once that is `cutoff` or more (the makespan can only be larger). */
 static double simulate(const layout *l, const rd_job_cost *costs, const int *order, int n_run, int n_large,
-                       double *free_at, int *hw, int *hn) {
+                       double cutoff, double *free_at, int *hw, int *hn) {
   heap w = {0, hw, free_at}, nw = {0, hn, free_at};
   for (int g = 0; g < l->n_groups; g++) {
     free_at[g] = 0.0;
@@ -142,6 +143,7 @@ static double simulate(const layout *l, const rd_job_cost *costs, const int *ord
     int job = use_wide && big < n_large ? order[big++] : order[small++];
     free_at[g] += rd_cost_on(&costs[job], l->size[g]) + JOB_OVERHEAD_S;
     if (free_at[g] > end) end = free_at[g];
+    if (end >= cutoff) return end;
     heap_down(h, 0);
   }
   return end;
@@ -162,15 +164,19 @@ typedef struct search {
   rd_plan *plan;
   layout trial, best;
   double best_m;
-  int best_large;
+  int best_large, best_first;  /* best_first: the best is still the first candidate */
   double *free_at;
   int *hw, *hn;
 } search;
 
 static void consider(search *s, int n_large, int required) {
-  double m = simulate(&s->trial, s->costs, s->plan->order, s->plan->n_run, n_large, s->free_at, s->hw, s->hn);
-  /* a clear gain (2 %) is needed to leave the first candidate (one group of all ranks) */
-  if (!required && !(m < s->best_m * 0.98)) return;
+  /* a clear gain (2 %) is needed to leave the first candidate (one group of all ranks), then any gain;
+   * a candidate that cannot win is dropped as soon as its simulation shows it */
+  double cutoff = required ? INFINITY : s->best_first ? s->best_m * 0.98 : s->best_m;
+  double m = simulate(&s->trial, s->costs, s->plan->order, s->plan->n_run, n_large, cutoff, s->free_at, s->hw,
+                      s->hn);
+  if (!required && !(m < cutoff)) return;
+  s->best_first = required;
   s->best_m = m;
   s->best_large = n_large;
   s->best.n_groups = s->trial.n_groups;
@@ -193,11 +199,17 @@ static void search_candidates(search *s, int world, int fixed) {
     layout_uniform(&s->trial, world, world / k);
     if (s->trial.n_groups <= n_run) consider(s, 0, 0);
   }
-  /* two tiers: n_wide groups of `wide` ranks for the n_large largest jobs, single ranks for the rest */
-  for (int wide = 2; wide < world; wide *= 2)
-    for (int n_wide = 1; n_wide * wide < world; n_wide *= 2) {
-      layout_tiers(&s->trial, world, wide, n_wide);
-      for (int n_large = 1; n_large < n_run; n_large *= 2) consider(s, n_large, 0);
+  /* two tiers: n_wide groups of `wide` ranks for the n_large largest jobs, single ranks for the rest
+   * (n_large: every count up to 8, where a few large jobs decide the makespan, then powers of two) */
+  for (int p = 2; p < world; p *= 2)
+    for (int q = 4; q < 8; q++) {  /* widths p, 5p/4, 3p/2 and 7p/4 */
+      int wide = (p * q + 2) / 4;
+      if (wide >= world || wide >= 2 * p || (q > 4 && wide == (p * (q - 1) + 2) / 4)) continue;  /* or repeated */
+      for (int n_wide = 1; n_wide * wide < world; n_wide *= 2) {
+        layout_tiers(&s->trial, world, wide, n_wide);
+        for (int n_large = 1; n_large < n_run; n_large = n_large < 8 ? n_large + 1 : n_large * 2)
+          consider(s, n_large, 0);
+      }
     }
 }
 
@@ -231,7 +243,7 @@ static int plan_make(const rd_job_cost *costs, const int *run, int n, int world,
   memcpy(plan->group_size, s.best.size, sizeof(int) * (size_t)plan->n_groups);
   memcpy(plan->group_wide, s.best.wide, sizeof(int) * (size_t)plan->n_groups);
   layout_uniform(&s.trial, w, w);
-  plan->sequential = simulate(&s.trial, costs, plan->order, plan->n_run, 0, s.free_at, s.hw, s.hn);
+  plan->sequential = simulate(&s.trial, costs, plan->order, plan->n_run, 0, INFINITY, s.free_at, s.hw, s.hn);
   /* each job's estimate on the width it is planned for: large jobs on the widest groups, the
    * others on the narrowest */
   int widest = rd_plan_max_width(plan), narrowest = widest;

@@ -68,8 +68,10 @@ static int load_jobfile(const rd_ctx *ctx, const char *path, rd_jobfile *jf, rd_
 /* Every rank takes the same backend: CUDA only if every rank has a device. */
 static int select_backend(rd_ctx *ctx, const char *want, char *info, size_t infolen, rd_status *st) {
   const rd_backend *b = NULL;
-  rd_backend_select(want, ctx->node_rank, &b, info, infolen, st);
+  char note[1024];
+  rd_backend_select(want, ctx->node_rank, &b, info, infolen, note, sizeof note, st);
   if (rd_agree(ctx, st) != RD_OK) return st->code;
+  if (ctx->rank == 0 && note[0] && ctx->err) fprintf(ctx->err, "rmdiag: note: %s\n", note);
   int is_cuda = strcmp(b->name, "cpu") != 0, all = 0;
   RD_MPI_CHECK(ctx, MPI_Allreduce(&is_cuda, &all, 1, MPI_INT, MPI_MIN, ctx->comm));
   if (is_cuda && !all) {

@@ -147,12 +147,12 @@ static int on_header(csv_state *S, const rd_csv_record *rec, rd_status *st) {
   for (int c = 0; c < rec->n; c++)
     if (!(S->header[c] = strdup(rec->field[c]))) return rd_fail(st, RD_EFAIL, "out of memory reading %s", S->file);
   for (int k = 0; k < N_REQ; k++) S->col_of[k] = -1;
+  int64_t first = -1, dup = rd_first_duplicate((const char *const *)S->header, S->ncols, &first);
+  if (dup >= 0)
+    return rd_fail(st, RD_EINPUT, "%s: line %lld (header): column \"%s\" appears twice", S->file, (long long)rec->line,
+                   S->header[dup]);
   for (int c = 0; c < S->ncols; c++) {
     S->cov_col[c] = -1;
-    for (int d = 0; d < c; d++)
-      if (strcmp(S->header[c], S->header[d]) == 0)
-        return rd_fail(st, RD_EINPUT, "%s: line %lld (header): column \"%s\" appears twice", S->file,
-                       (long long)rec->line, S->header[c]);
     int req = -1;
     for (int k = 0; k < N_REQ; k++)
       if (strcmp(S->header[c], req_names[k]) == 0) req = k;

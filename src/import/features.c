@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "features_internal.h"
+#include "rmdiag/common/jsonutil.h"
 #include "rmdiag/common/names.h"
 #include "rmdiag/common/h5out.h"
 #include "rmdiag/import/args.h"
@@ -57,33 +58,71 @@ typedef struct item {
 } item;
 
 
-static int same_model(const char *a, const char *b) { return (!a && !b) || (a && b && strcmp(a, b) == 0); }
 
-/* An item after the ones already given: a valid task name, given once per model; one --infer per model. */
-static int check_item(const item *items, int n, const item *it, rd_status *st) {
+/* A valid task name (checked as each item is given). */
+static int check_item(const item *it, rd_status *st) {
   if (it->task && (!rd_name_valid(it->task) || strcmp(it->task, "infer") == 0))
     return rd_fail(st, RD_EINPUT, CMD ": task name \"%s\" must be letters, digits, '.', '_' or '-' (1 to 200 "
                    "bytes, not starting with '.', not \"infer\")", it->task);
-  for (int k = 0; k < n; k++) {
-    if (!same_model(items[k].model, it->model)) continue;
-    if (it->task && items[k].task && strcmp(items[k].task, it->task) == 0)
-      return rd_fail(st, RD_EINPUT, CMD ": task \"%s\" given twice%s%s", it->task, it->model ? " for model " : "",
-                     it->model ? it->model : "");
-    if (!it->task && !items[k].task)
-      return rd_fail(st, RD_EINPUT, CMD ": --infer given twice%s%s", it->model ? " for model " : "",
-                     it->model ? it->model : "");
-  }
   return RD_OK;
 }
 
+/* Each task given once per model, one --infer per model: the first repeat in command-line order.
+ * Keys "MODEL\x01TASK" ("\x02" for --infer): names cannot hold either byte. O(n log n). */
+static int check_repeats(const item *items, int n, rd_status *st) {
+  char **keys = calloc((size_t)(n ? n : 1), sizeof *keys);
+  int rc = keys ? RD_OK : rd_fail(st, RD_EFAIL, "out of memory");
+  for (int k = 0; k < n && rc == RD_OK; k++) {
+    const char *m = items[k].model ? items[k].model : "", *t = items[k].task ? items[k].task : "\x02";
+    size_t len = strlen(m) + strlen(t) + 2;
+    if (!(keys[k] = malloc(len))) rc = rd_fail(st, RD_EFAIL, "out of memory");
+    else snprintf(keys[k], len, "%s\x01%s", m, t);
+  }
+  int64_t first = -1, dup = rc == RD_OK ? rd_first_duplicate((const char *const *)keys, n, &first) : -1;
+  for (int k = 0; keys && k < n; k++) free(keys[k]);
+  free(keys);
+  if (dup < 0) return rc;
+  const item *it = &items[dup];
+  if (it->task)
+    return rd_fail(st, RD_EINPUT, CMD ": task \"%s\" given twice%s%s", it->task, it->model ? " for model " : "",
+                   it->model ? it->model : "");
+  return rd_fail(st, RD_EINPUT, CMD ": --infer given twice%s%s", it->model ? " for model " : "", it->model ? it->model : "");
+}
+
+typedef struct ns_entry {
+  const char *name;
+  int is_model, at;
+} ns_entry;
+
+static int cmp_ns(const void *a, const void *b) {
+  const ns_entry *x = a, *y = b;
+  int c = strcmp(x->name, y->name);
+  return c ? c : (x->at > y->at) - (x->at < y->at);
+}
+
 /* GROUP/TASK (no model) and GROUP/RM/... share one namespace: a model named like such a task would put
- * its tasks inside that task's group. */
+ * its tasks inside that task's group. The first such model in command-line order; O(n log n). */
 static int check_namespace(const item *items, int n, rd_status *st) {
-  for (int k = 0; k < n; k++)
-    for (int j = 0; j < n && items[k].model; j++)
-      if (!items[j].model && items[j].task && strcmp(items[j].task, items[k].model) == 0)
-        return rd_fail(st, RD_EINPUT, CMD ": --model \"%s\" has the name of a task given without a model; rename one "
-                       "of them", items[k].model);
+  ns_entry *e = malloc(sizeof *e * (size_t)(n ? n : 1));
+  if (!e) return rd_fail(st, RD_EFAIL, "out of memory");
+  int m = 0, worst = -1;
+  for (int k = 0; k < n; k++) {
+    if (items[k].model) e[m++] = (ns_entry){items[k].model, 1, k};
+    else if (items[k].task) e[m++] = (ns_entry){items[k].task, 0, k};
+  }
+  qsort(e, (size_t)m, sizeof *e, cmp_ns);
+  for (int i = 0, j; i < m; i = j) {
+    int task = 0, model = -1;
+    for (j = i; j < m && strcmp(e[j].name, e[i].name) == 0; j++) {
+      task |= !e[j].is_model;
+      if (e[j].is_model && model < 0) model = e[j].at;  /* sorted by position within a name */
+    }
+    if (task && model >= 0 && (worst < 0 || model < worst)) worst = model;
+  }
+  free(e);
+  if (worst >= 0)
+    return rd_fail(st, RD_EINPUT, CMD ": --model \"%s\" has the name of a task given without a model; rename one "
+                   "of them", items[worst].model);
   return RD_OK;
 }
 
@@ -113,7 +152,7 @@ static int parse_options(int argc, char **argv, item **items, int *n_items, cons
         it = (item){model, v[0], v[1], v[2], tensor};
         /* fall through */
       case A_INFER:
-        rc = check_item(*items, *n_items, &it, st);
+        rc = check_item(&it, st);
         if (rc == RD_OK) (*items)[(*n_items)++] = it;
         break;
     }
@@ -121,6 +160,7 @@ static int parse_options(int argc, char **argv, item **items, int *n_items, cons
   free(uses);
   RD_TRY(rc);
   if (*n_items == 0) return rd_fail(st, RD_EINPUT, CMD ": nothing to import (give --task TASK FEATURES LABELS)");
+  RD_TRY(check_repeats(*items, *n_items, st));
   RD_TRY(check_namespace(*items, *n_items, st));
   if ((*group)[0] != '/') return rd_fail(st, RD_EINPUT, CMD ": --group must start with '/'");
   return RD_OK;

@@ -3,6 +3,8 @@
  * stays float32, float16 stays float16, bfloat16 is widened exactly to float32 (HDF5 has no bfloat16),
  * float64 is rounded to float32. */
 #include <cjson/cJSON.h>
+
+#include "rmdiag/common/jsonutil.h"
 #include <errno.h>
 #include <math.h>
 #include <pcre2.h>
@@ -210,10 +212,7 @@ static const char *const st_dtypes[] = {"BOOL", "U8", "I8", "F8_E5M2", "F8_E4M3"
 static const int st_dsize[] = {1, 1, 1, 1, 1, 2, 2, 2, 2, 4, 4, 4, 8, 8, 8};
 
 /* One tensor's entry: a known dtype, a shape and data_offsets of non-negative integers that agree. */
-static int st_tensor(const char *p, const cJSON *root, const cJSON *c, st_entry *e, rd_status *st) {
-  for (const cJSON *q = root->child; q != c; q = q->next)
-    if (strcmp(q->string, c->string) == 0)
-      return rd_fail(st, RD_EINPUT, "%s: tensor \"%s\" appears twice", p, c->string);
+static int st_tensor(const char *p, const cJSON *c, st_entry *e, rd_status *st) {
   const cJSON *dt = cJSON_GetObjectItemCaseSensitive(c, "dtype"), *sh = cJSON_GetObjectItemCaseSensitive(c, "shape");
   const cJSON *of = cJSON_GetObjectItemCaseSensitive(c, "data_offsets");
   if (!cJSON_IsString(dt) || !cJSON_IsArray(sh) || !cJSON_IsArray(of) || cJSON_GetArraySize(of) != 2)
@@ -243,10 +242,20 @@ static int st_tensor(const char *p, const cJSON *root, const cJSON *c, st_entry 
 static int st_tensors(const char *p, const cJSON *root, const char *tensor, st_scan *sc, rd_status *st) {
   int n = cJSON_GetArraySize(root);
   sc->ent = calloc((size_t)(n ? n : 1), sizeof *sc->ent);
-  if (!sc->ent) return rd_fail(st, RD_EFAIL, "out of memory");
+  const char **names = malloc(sizeof(char *) * (size_t)(n ? n : 1));
+  if (!sc->ent || !names) {
+    free(names);
+    return rd_fail(st, RD_EFAIL, "out of memory");
+  }
+  /* a tensor named twice: the first repeat in header order (O(n log n)) */
+  int64_t i = 0, first = -1;
+  for (const cJSON *c = root->child; c; c = c->next) names[i++] = c->string;
+  int64_t dup = rd_first_duplicate(names, n, &first);
+  free(names);
+  if (dup >= 0) return rd_fail(st, RD_EINPUT, "%s: tensor \"%s\" appears twice", p, cJSON_GetArrayItem(root, (int)dup)->string);
   for (const cJSON *c = root->child; c; c = c->next) {
     if (strcmp(c->string, "__metadata__") == 0) continue;
-    RD_TRY(st_tensor(p, root, c, &sc->ent[sc->k], st));
+    RD_TRY(st_tensor(p, c, &sc->ent[sc->k], st));
     sc->k++;
     sc->nl += (size_t)snprintf(sc->names + sc->nl, sc->nl < sizeof sc->names ? sizeof sc->names - sc->nl : 0,
                                "%s\"%s\"", sc->k > 1 ? ", " : "", c->string);

@@ -12,11 +12,22 @@ extern "C" {
 #include "cuda_check.h"
 
 
+extern "C" __attribute__((visibility("default"))) void rmdiag_cuda_versions(int *driver, int *runtime) {
+  if (cudaDriverGetVersion(driver) != cudaSuccess) *driver = 0;
+  if (cudaRuntimeGetVersion(runtime) != cudaSuccess) *runtime = 0;
+}
+
 static int cuda_init(int node_rank, char *info, size_t infolen, char *err, size_t errlen) {
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
-    snprintf(err, errlen, "cudaGetDeviceCount: %s", cudaGetErrorString(e));
+    int driver = 0, runtime = 0;
+    rmdiag_cuda_versions(&driver, &runtime);
+    if (e == cudaErrorInsufficientDriver && driver > 0)
+      snprintf(err, errlen, "cudaGetDeviceCount: %s (the driver supports CUDA %d.%d, this module needs %d.%d)",
+               cudaGetErrorString(e), driver / 1000, driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
+    else
+      snprintf(err, errlen, "cudaGetDeviceCount: %s", cudaGetErrorString(e));
     return 1;
   }
   if (count <= 0) {

@@ -275,6 +275,25 @@ bad("model_task_clash", ["--task", "x", files["v1"], os.path.join(d, "labels.csv
                          files["v1"], os.path.join(d, "labels.csv")],
     ['--model "x" has the name of a task given without a model'])
 
+# repeats among many: 20,000 tasks with the repeat last, a clash named at the first model that clashes, and a
+# safetensors header of 40,000 tensors whose last name repeats (the checks sort: a pairwise scan took seconds)
+lab_v = os.path.join(d, "labels.csv")
+for short, full in (("f.npy", files["v1"]), ("l.csv", lab_v)):
+    if not os.path.exists(os.path.join(d, short)):
+        os.symlink(full, os.path.join(d, short))
+many = [a for k in range(20000) for a in ("--task", f"t{k}", "f.npy", "l.csv")]
+code, _, err = run(["import", "features"] + many + ["--task", "t7", "f.npy", "l.csv", "-o", "many.h5"], cwd=d)
+check(code == 2 and 'task "t7" given twice' in err and not os.path.exists(os.path.join(d, "many.h5")),
+      f"20,000 tasks, the last repeating one: {code} {err.strip()[-300:]}")
+bad("many_infer_repeat", ["--model", "m", "--infer", files["v1"], "--infer", files["v1"]], ["--infer given twice for model m"])
+bad("model_task_clash_order", ["--task", "b", files["v1"], lab_v, "--task", "a", files["v1"], lab_v,
+                               "--model", "b", "--task", "u", files["v1"], lab_v, "--model", "a", "--task", "u",
+                               files["v1"], lab_v], ['--model "b" has the name of a task given without a model'])
+hdr = "{" + ",".join(f'"w{k}": {{"dtype": "F32", "shape": [0], "data_offsets": [0, 0]}}' for k in range(40000))
+hdr += ', "w123": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]}}'
+bad("safetensors_many_repeat", [], ['tensor "w123" appears twice'],
+    feature=safetensors_raw(os.path.join(d, "many.safetensors"), hdr.encode(), b""))
+
 # an empty tensor at the same offset as the features: valid whatever the order of the header's keys
 lab6 = os.path.join(d, "labels6.csv")
 with open(lab6, "w") as f:

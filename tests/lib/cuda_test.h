@@ -16,7 +16,8 @@ static const rd_backend *t_cuda_backend(const char *what, char *info, size_t inf
   const rd_backend *b = NULL;
   rd_status st;
   rd_status_init(&st);
-  if (rd_backend_select("cuda", 0, &b, info, infolen, &st) == RD_OK) {
+  char note[8];
+  if (rd_backend_select("cuda", 0, &b, info, infolen, note, sizeof note, &st) == RD_OK) {
     printf("comparing %s on %s against the CPU\n", what, info);
     return b;
   }

@@ -46,5 +46,9 @@ extern const rd_backend rd_backend_cpu;
 /* The symbol the CUDA module exports. */
 typedef const rd_backend *(*rd_backend_entry_fn)(void);
 #define RD_CUDA_ENTRY "rmdiag_cuda_backend"
+/* And the CUDA versions it finds at run time (driver and runtime, as 1000 * major + 10 * minor;
+ * 0 when unknown): without starting a device, for --version. */
+typedef void (*rd_cuda_versions_fn)(int *driver, int *runtime);
+#define RD_CUDA_VERSIONS "rmdiag_cuda_versions"
 
 #endif
