@@ -294,8 +294,9 @@ def compare_text(a, b):
 
 
 TIME_RE = re.compile(r"done in [0-9.]+ s on [0-9]+ ranks?")
-# the whole-file progress appended to a job's closing line: " [3/17 jobs, 0.4 s, about 1 s left]"
-FILE_PROGRESS_RE = re.compile(r" \[[0-9]+/[0-9]+ jobs, [0-9.]+ s(, about [0-9]+ s left)?\]$")
+# the whole-file progress appended to a job's closing line: " [3/17 jobs, 0.4 s, about 1 s left]"; the
+# estimate left can print as "-0" (the estimates summed in two orders differ in the last bit)
+FILE_PROGRESS_RE = re.compile(r" \[[0-9]+/[0-9]+ jobs, [0-9.]+ s(, about -?[0-9]+ s left)?\]$")
 
 
 def normalize_stderr(text, replacements=()):

@@ -417,7 +417,7 @@ int rd_numleak_month(const char *text, int allow_day, int32_t *yyyymm) {
         m = k + 1;
     y = atoi(text + sp + 1);
   }
-  if (m < 1 || m > 12 || y < 1) return 0;
+  if (m < 1 || m > 12 || y < 1000) return 0;  /* four-digit years: the leakage layout's months */
   *yyyymm = (int32_t)(y * 100 + m);
   return 1;
 }

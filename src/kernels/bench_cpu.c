@@ -165,9 +165,11 @@ void rd_bench_gather_sum16(const uint32_t *idx, int64_t n, const int16_t *X, int
   }
 }
 
-/* Index of the first value other than 0 and 1, or -1: whole blocks are tested branch-free. */
+/* Index of the first value other than 0 and 1, or -1: whole blocks are tested branch-free. Clones
+ * on a static function, the public name a wrapper: clang 14 leaves an external clone set's own
+ * name undefined (it emits only "name.ifunc"). */
 __attribute__((target_clones("avx512f", "avx2", "default")))
-int64_t rd_bench_first_nonbinary(const double *x, int64_t n) {
+static int64_t first_nonbinary_clones(const double *x, int64_t n) {
   int64_t i = 0;
   for (; i + 64 <= n; i += 64) {
     int any = 0;
@@ -178,6 +180,7 @@ int64_t rd_bench_first_nonbinary(const double *x, int64_t n) {
     if (x[i] != 0.0 && x[i] != 1.0) return i;
   return -1;
 }
+int64_t rd_bench_first_nonbinary(const double *x, int64_t n) { return first_nonbinary_clones(x, n); }
 
 /* The same for 0/1 credits in uint8 lanes (64 per chunk, ld a multiple of 64): sums run in bytes
  * for up to 255 draws at a time and are then widened into int16 totals; exact, like the int16 sums.

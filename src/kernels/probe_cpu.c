@@ -11,32 +11,27 @@
 #include "rmdiag/kernels/fastmath.h"
 
 /* Built with -fno-math-errno (CMakeLists.txt): sqrt() never sees a negative argument here, and
- * without errno the AdamW loop uses vector square roots (correctly rounded, like scalar ones). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+ * without errno the AdamW loop uses vector square roots (correctly rounded, like scalar ones).
+ * Target clones go on static functions only, each public one a plain wrapper: clang 14 names an
+ * external clone set's entry "name.ifunc" and leaves "name" itself undefined. */
+#if defined(__x86_64__) && defined(__GNUC__)
 #define PROBE_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define PROBE_CLONES
 #endif
 #define INLINE static inline __attribute__((always_inline))
 
-/* The 8-lane helpers below are always inlined into their callers (each compiled for its target),
- * so no vector value ever crosses a call boundary: the ABI note GCC gives for them does not apply. */
-#pragma GCC diagnostic ignored "-Wpsabi"
+/* The 8-lane helpers of the cloned functions are macros, not functions: a vector value then never
+ * crosses a call, even an inlined one, between code built for different targets (clang rejects a
+ * 512-bit vector argument into a function without AVX-512, inlined or not). The unaligned vector
+ * types load and store with the alignment of their elements. */
 typedef double v8d __attribute__((vector_size(64)));
-typedef float v8f __attribute__((vector_size(32)));
-
-INLINE v8d ld8d(const double *p) {
-  v8d v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
-INLINE v8d ld8f(const float *p) {
-  v8f f;
-  memcpy(&f, p, sizeof f);
-  return __builtin_convertvector(f, v8d);
-}
-INLINE void st8d(double *p, v8d v) { memcpy(p, &v, sizeof v); }
-INLINE double lanes_sum(v8d v) { return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7])); }
+typedef double v8du __attribute__((vector_size(64), aligned(8)));
+typedef float v8fu __attribute__((vector_size(32), aligned(4)));
+#define ld8d(p) ((v8d)(*(const v8du *)(p)))
+#define ld8f(p) __builtin_convertvector(*(const v8fu *)(p), v8d)
+#define st8d(p, v) (*(v8du *)(p) = (v))
+#define lanes_sum(v) ((((v)[0] + (v)[1]) + ((v)[2] + (v)[3])) + (((v)[4] + (v)[5]) + ((v)[6] + (v)[7])))
 
 /* ---- the explicit-SIMD kernels (probe_simd.h), one version per instruction set ------------------ */
 
@@ -93,9 +88,16 @@ INLINE void s8_st(double *p, v8s v) { memcpy(p, v.v, sizeof v.v); }
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
+/* Each instruction set's functions are compiled for it by a pragma over the region: GCC's target
+ * pragma, or clang's attribute pragma (clang ignores GCC's), which gives every function in the
+ * region the same target attribute. Same source, same operations, so the same bits. */
 /* AVX2 + FMA: a pair of 4-lane registers */
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
+#endif
 typedef struct v8y {
   __m256d lo, hi;
 } v8y;
@@ -130,11 +132,19 @@ INLINE void y8_st(double *p, v8y v) {
 #define V8_BWD_JB(oc) ((oc) == 1 ? 3 : (oc) == 2 ? 2 : 1)
 #include "probe_simd.h"
 #include "probe_simd_end.h"
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 /* AVX-512: one register */
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512dq,avx2,fma"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512dq,avx2,fma")
+#endif
 #define V8 __m512d
 #define V8_ISA avx512
 #define V8_ZERO _mm512_setzero_pd
@@ -155,7 +165,11 @@ INLINE void y8_st(double *p, v8y v) {
 #define V8_BWD_JB(oc) ((oc) <= 3 ? 8 : (oc) == 4 ? 6 : (oc) <= 6 ? 4 : 3)
 #include "probe_simd.h"
 #include "probe_simd_end.h"
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 #define PROBE_HAVE_X86 1
 #endif
 
@@ -299,39 +313,6 @@ int rd_probe_near_tie(int K, const double *zl) {
 
 /* ---- block gradient ------------------------------------------------------------------------------- */
 
-/* G[o, j] (+)= Σ_i r[i*O + o] x_ij for outputs [o0, o0 + OC), rows in order. */
-#define DEF_BWD(OC)                                                                                      \
-  INLINE void bwd_##OC(const float *const *x, int64_t n, int64_t d, const double *r, int O, int o0,       \
-                       double *G, int accumulate) {                                                     \
-    int64_t d8 = d & ~(int64_t)7;                                                                       \
-    for (int64_t j = 0; j < d8; j += 8) {                                                               \
-      v8d acc[OC];                                                                                      \
-      for (int o = 0; o < OC; o++) acc[o] = (v8d){0, 0, 0, 0, 0, 0, 0, 0};                              \
-      for (int64_t i = 0; i < n; i++) {                                                                 \
-        v8d xv = ld8f(x[i] + j);                                                                        \
-        const double *ri = r + i * O + o0;                                                              \
-        for (int o = 0; o < OC; o++) acc[o] += ri[o] * xv;                                              \
-      }                                                                                                 \
-      for (int o = 0; o < OC; o++) {                                                                    \
-        double *g = G + (int64_t)(o0 + o) * d + j;                                                      \
-        st8d(g, accumulate ? ld8d(g) + acc[o] : acc[o]);                                                \
-      }                                                                                                 \
-    }                                                                                                   \
-    for (int64_t j = d8; j < d; j++)                                                                    \
-      for (int o = 0; o < OC; o++) {                                                                    \
-        double s = 0.0;                                                                                 \
-        for (int64_t i = 0; i < n; i++) s += r[i * O + o0 + o] * (double)x[i][j];                       \
-        double *g = G + (int64_t)(o0 + o) * d + j;                                                      \
-        *g = accumulate ? *g + s : s;                                                                   \
-      }                                                                                                 \
-  }
-DEF_BWD(1)
-DEF_BWD(2)
-DEF_BWD(3)
-DEF_BWD(4)
-DEF_BWD(5)
-DEF_BWD(6)
-
 /* Rows per pass: logits and residuals of a pass are formed first, then its gradient. Passes are
  * combined in order (out + pass), so the sum over rows is that of the fixed chunking. */
 #define GRAD_CHUNK RD_PROBE_CHUNK
@@ -455,7 +436,7 @@ int rd_probe_tree_grad_cpu(const rd_probe_heads *h, const float *const *rows, co
 /* ---- small vector kernels ----------------------------------------------------------------------------- */
 
 PROBE_CLONES
-double rd_probe_sumsq(const double *x, int64_t n) {
+static double sumsq_clones(const double *x, int64_t n) {
   v8d acc = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t n8 = n & ~(int64_t)7;
   for (int64_t i = 0; i < n8; i += 8) {
@@ -466,14 +447,16 @@ double rd_probe_sumsq(const double *x, int64_t n) {
   for (int64_t i = n8; i < n; i++) s += x[i] * x[i];
   return s;
 }
+double rd_probe_sumsq(const double *x, int64_t n) { return sumsq_clones(x, n); }
 
 PROBE_CLONES
-void rd_probe_add(double *out, const double *x, int64_t n) {
+static void add_clones(double *out, const double *x, int64_t n) {
   for (int64_t i = 0; i < n; i++) out[i] = out[i] + x[i];
 }
+void rd_probe_add(double *out, const double *x, int64_t n) { add_clones(out, x, n); }
 
 PROBE_CLONES
-void rd_probe_outer_acc(double *G, int64_t K, int64_t d, const double *r, const double *X, int64_t n) {
+static void outer_acc_clones(double *G, int64_t K, int64_t d, const double *r, const double *X, int64_t n) {
   int64_t d8 = d & ~(int64_t)7;
   for (int64_t k = 0; k < K; k++) {
     double *g = G + k * d;
@@ -493,22 +476,29 @@ void rd_probe_outer_acc(double *G, int64_t K, int64_t d, const double *r, const 
     }
   }
 }
+void rd_probe_outer_acc(double *G, int64_t K, int64_t d, const double *r, const double *X, int64_t n) {
+  outer_acc_clones(G, K, d, r, X, n);
+}
 
 PROBE_CLONES
-void rd_probe_standardize(const float *x, const double *mu, const double *inv_sd, int64_t d, double *y) {
+static void standardize_clones(const float *x, const double *mu, const double *inv_sd, int64_t d, double *y) {
   int64_t d8 = d & ~(int64_t)7;
   for (int64_t j = 0; j < d8; j += 8) st8d(y + j, (ld8f(x + j) - ld8d(mu + j)) * ld8d(inv_sd + j));
   for (int64_t j = d8; j < d; j++) y[j] = ((double)x[j] - mu[j]) * inv_sd[j];
 }
-
-PROBE_CLONES
-void rd_probe_add3(double *out, const double *a, const double *b, int64_t n) {
-  for (int64_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+void rd_probe_standardize(const float *x, const double *mu, const double *inv_sd, int64_t d, double *y) {
+  standardize_clones(x, mu, inv_sd, d, y);
 }
 
 PROBE_CLONES
-void rd_probe_adamw_step(const rd_adamw *a, int64_t t, double lr_t, double gscale, const double *g, double *p,
-                         double *m, double *v, int64_t n) {
+static void add3_clones(double *out, const double *a, const double *b, int64_t n) {
+  for (int64_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+}
+void rd_probe_add3(double *out, const double *a, const double *b, int64_t n) { add3_clones(out, a, b, n); }
+
+PROBE_CLONES
+static void adamw_step_clones(const rd_adamw *a, int64_t t, double lr_t, double gscale, const double *g, double *p,
+                              double *m, double *v, int64_t n) {
   double b1 = a->beta1, b2 = a->beta2, eps = a->eps;
   double decay = 1.0 - lr_t * a->wd;
   double bc1 = 1.0 - pow(b1, (double)(t + 1)), bc2 = 1.0 - pow(b2, (double)(t + 1));
@@ -524,6 +514,10 @@ void rd_probe_adamw_step(const rd_adamw *a, int64_t t, double lr_t, double gscal
     v[i] = vi;
     p[i] = pi - step * (mi / (sqrt(vi) * rsbc2 + eps));
   }
+}
+void rd_probe_adamw_step(const rd_adamw *a, int64_t t, double lr_t, double gscale, const double *g, double *p,
+                         double *m, double *v, int64_t n) {
+  adamw_step_clones(a, t, lr_t, gscale, g, p, m, v, n);
 }
 
 /* ---- distances ------------------------------------------------------------------------------------------ */

@@ -180,6 +180,10 @@ static void rule_months(void) {
   CHECK(!rd_numleak_month("2020/03", 0, &m), "slashes");
   CHECK(!rd_numleak_month("Marchh 2020", 0, &m), "misspelt month");
   CHECK(!rd_numleak_month("", 0, &m), "empty");
+  /* years below 1000 are no months of the leakage layout (a fuzz finding: the import accepted them) */
+  CHECK(!rd_numleak_month("0999-01", 0, &m) && !rd_numleak_month("099901", 0, &m) &&
+        !rd_numleak_month("Jan 0999", 0, &m), "a year below 1000");
+  CHECK(rd_numleak_month("1000-01", 0, &m) && m == 100001, "the year 1000");
 }
 
 /* Long digit runs: a number is read whole (however many digits), the unit patterns find upstream's

@@ -27,7 +27,7 @@ char *rd_numleak_normalize(const char *text);
  * -Σ p log2 p over p > 1e-12. lp holds n_alt[t] values per token, packed. NaN for no tokens. */
 double rd_numleak_entropy_bits(const double *lp, const int *n_alt, int n_tokens);
 
-/* Month text → YYYYMM: "YYYY-MM", "YYYYMM", "Month YYYY" (full or three-letter English month
+/* Month text → YYYYMM (years 1000-9999): "YYYY-MM", "YYYYMM", "Month YYYY" (full or three-letter English month
  * names, any case), and, when allow_day, "YYYY-MM-DD". Returns 1 on success. */
 int rd_numleak_month(const char *text, int allow_day, int32_t *yyyymm);
 
