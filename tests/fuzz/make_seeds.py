@@ -445,8 +445,11 @@ def seeds_h5_layout():
 
 
 def main():
-    if os.path.isdir(CORPUS):
-        shutil.rmtree(CORPUS)
+    # every seed is rewritten except the regression inputs (regress-*: inputs of past findings, kept by hand)
+    for root, _, files in os.walk(CORPUS):
+        for fn in files:
+            if not fn.startswith("regress-"):
+                os.remove(os.path.join(root, fn))
     seeds_jobfile()
     seeds_numleak_parse()
     seeds_cm_csv()
