@@ -135,6 +135,26 @@ int rd_h5_exists(hid_t f, const char *path) {
   return rd_h5i_link_state(f, path, why, sizeof why) != 0;
 }
 
+int rd_h5_shape(hid_t f, const char *group, const char *name, int64_t dims[4], size_t *esize, int *plain) {
+  char p[1024];
+  for (int i = 0; i < 4; i++) dims[i] = 0;
+  if (rd_h5_path(p, sizeof p, group, name) < 0) return -1;
+  hid_t d = H5Dopen2(f, p, H5P_DEFAULT);
+  if (d < 0) return -1;
+  hid_t s = H5Dget_space(d), t = H5Dget_type(d), dcpl = H5Dget_create_plist(d);
+  int nd = s >= 0 ? H5Sget_simple_extent_ndims(s) : -1;
+  hsize_t hd[H5S_MAX_RANK];
+  if (nd < 0 || nd > 4 || H5Sget_simple_extent_dims(s, hd, NULL) < 0) nd = -1;
+  for (int i = 0; i < nd; i++) dims[i] = (int64_t)hd[i];
+  if (esize) *esize = t >= 0 ? H5Tget_size(t) : 0;
+  if (plain) *plain = dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CONTIGUOUS && H5Pget_nfilters(dcpl) == 0;
+  if (dcpl >= 0) H5Pclose(dcpl);
+  if (t >= 0) H5Tclose(t);
+  if (s >= 0) H5Sclose(s);
+  H5Dclose(d);
+  return nd;
+}
+
 static int broken_link(const char *file, const char *what, const char *path, const char *why, rd_status *st) {
   return rd_fail(st, RD_EINPUT, "%s: %s %s cannot be reached: %s; %s", file, what, path, why, SEE);
 }

@@ -40,6 +40,12 @@ void rd_h5_close(hid_t f);
 /* 1 if the object exists at `path` (every intermediate group checked), else 0. */
 int rd_h5_exists(hid_t f, const char *path);
 
+/* The shape of dataset `name` under `group` without the checks of rd_h5_info, for what only needs
+ * sizes once the layout was checked (the planner's estimates): the number of dimensions (dims gets
+ * up to 4), or -1 when it cannot be opened. *esize: bytes per element in the file; *plain: stored
+ * contiguous and unfiltered (either may be NULL). */
+int rd_h5_shape(hid_t f, const char *group, const char *name, int64_t dims[4], size_t *esize, int *plain);
+
 /* Describes dataset `path`; a missing one is an RD_EINPUT error naming `file` and `path`, and so is
  * one that cannot be read safely: a link that leads nowhere, a filter whose plugin does not load, a
  * declared shape the file's storage does not hold (contiguous data past the end of the file, chunks

@@ -91,6 +91,7 @@ const rd_kind rd_kind_benchmark = {
     .free_opts = bench_free_opts,
     .validate = bench_validate,
     .check = bench_check,
+    .estimate = bench_estimate,
     .run = bench_run,
     .headlines = bench_headlines,
     .view = bench_view,

@@ -110,6 +110,7 @@ const rd_kind rd_kind_leakage = {
     .free_opts = leak_free_opts,
     .validate = leak_validate,
     .check = leak_check,
+    .estimate = leak_estimate,
     .run = leak_run,
     .headlines = leak_headlines,
     .view = leak_view,

@@ -117,6 +117,7 @@ const rd_kind rd_kind_probe = {
     .free_opts = probe_free_opts,
     .validate = probe_validate,
     .check = probe_check,
+    .estimate = probe_estimate,
     .run = probe_run_job,
     .headlines = probe_headlines,
     .view = probe_view,
