@@ -117,6 +117,13 @@ void rd_view_figure(rd_view *v, const char *name, const char *title, const char 
   f->spec = spec;
 }
 
+cJSON *rd_view_values(cJSON *spec, cJSON *values) {
+  cJSON *d = cJSON_CreateObject();
+  cJSON_AddItemToObject(d, "values", values);
+  cJSON_AddItemToObject(spec, "data", d);
+  return spec;
+}
+
 const rd_table *rd_view_find(const rd_view *v, const char *name) {
   for (int i = 0; i < v->n_tables; i++)
     if (strcmp(v->tables[i]->name, name) == 0) return v->tables[i];

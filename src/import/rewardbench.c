@@ -18,6 +18,14 @@
 
 /* ---- options ------------------------------------------------------------------------------------- */
 
+/* The options both versions' importers take. */
+#define RB_SHARED_ARGS                                                                        \
+  {"--group", "G", RD_ARG_ONCE, RD_ARG_GLOBAL, "output group (default /bench)"},              \
+      {"--drop-incomplete", NULL, RD_ARG_ONCE, RD_ARG_GLOBAL,                                 \
+       "keep only the items (subset, id) every model has and drop the others,\n"              \
+       "counting them per model (without it a missing item is an error)"},                    \
+      RD_ARG_END
+
 static const rd_arg rb1_table[] = {
     {"FILE", NULL, RD_ARG_REPEAT, RD_ARG_GLOBAL,
      "one model's results, any of:\n"
@@ -27,16 +35,12 @@ static const rd_arg rb1_table[] = {
      "  \"model\": ...}), with id, subset, scores_chosen, scores_rejected; rows with\n"
      "  only \"results\" (custom classifiers, generative judges) give the credit directly\n"
      "- per-subset accuracies {\"alpacaeval-easy\": 0.97, ..., \"model\": ...}"},
-    {"--group", "G", RD_ARG_ONCE, RD_ARG_GLOBAL, "output group (default /bench)"},
-    {"--drop-incomplete", NULL, RD_ARG_ONCE, RD_ARG_GLOBAL,
-     "keep only the items (subset, id) every model has and drop the others,\n"
-     "counting them per model (without it a missing item is an error)"},
-    RD_ARG_END,
+    RB_SHARED_ARGS,
 };
 
 const rd_args_spec rd_import_rewardbench_args = {
     .command = "rmdiag import rewardbench",
-    .synopsis = "FILE... [--group /bench] -o OUT.h5",
+    .synopsis = "FILE... [--group /bench] [--drop-incomplete] -o OUT.h5",
     .args = rb1_table,
     .notes = "Scores are numbers or one-element lists, stored as float64. The model name is the file's\n"
              "\"model\" (else its base name); files of the same model are merged (e.g. core set + prior\n"
@@ -57,16 +61,12 @@ static const rd_arg rb2_table[] = {
      "one-element lists, the first num_correct preferred; \"results\" is ignored\n"
      "(credits are recomputed from the scores). Per-subset accuracy files\n"
      "({\"Factuality\": 0.8, ...}) are accepted too."},
-    {"--group", "G", RD_ARG_ONCE, RD_ARG_GLOBAL, "output group (default /bench)"},
-    {"--drop-incomplete", NULL, RD_ARG_ONCE, RD_ARG_GLOBAL,
-     "keep only the items (subset, id) every model has and drop the others,\n"
-     "counting them per model (without it a missing item is an error)"},
-    RD_ARG_END,
+    RB_SHARED_ARGS,
 };
 
 const rd_args_spec rd_import_rewardbench2_args = {
     .command = "rmdiag import rewardbench2",
-    .synopsis = "FILE... [--group /bench] -o OUT.h5",
+    .synopsis = "FILE... [--group /bench] [--drop-incomplete] -o OUT.h5",
     .args = rb2_table,
     .notes = "Scores are stored as float64. Files of the same model are merged; models are aligned by\n"
              "(subset, id) and must have the same items with the same numbers of completions\n"

@@ -77,6 +77,8 @@ void rd_view_warnings_from(rd_view *v, const cJSON *result);
 rd_table *rd_view_table(rd_view *v, const char *name, const char *title, const char *legend);
 /* A figure: takes `spec`. */
 void rd_view_figure(rd_view *v, const char *name, const char *title, const char *caption, cJSON *spec);
+/* Puts `values` (taken) into `spec` as its inline data ({"data": {"values": ...}}); returns `spec`. */
+cJSON *rd_view_values(cJSON *spec, cJSON *values);
 const rd_table *rd_view_find(const rd_view *v, const char *name);
 
 /* Columns, in order; `blank` may be NULL when the column is never blank. */

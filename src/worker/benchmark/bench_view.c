@@ -126,13 +126,6 @@ static void comparisons_table(rd_view *v, const cJSON *r) {
 
 /* ---- figures ---------------------------------------------------------------------------------------------- */
 
-static cJSON *values_of(cJSON *spec, cJSON *values) {
-  cJSON *d = cJSON_CreateObject();
-  cJSON_AddItemToObject(d, "values", values);
-  cJSON_AddItemToObject(spec, "data", d);
-  return spec;
-}
-
 static void figure_forest(rd_view *v, const cJSON *r) {
   const cJSON *models = cJSON_GetObjectItem(r, "models"), *lb = cJSON_GetObjectItem(r, "leaderboard");
   cJSON *vals = cJSON_CreateArray();
@@ -157,7 +150,7 @@ static void figure_forest(rd_view *v, const cJSON *r) {
   rd_view_figure(v, "leaderboard_forest", "Leaderboard",
                  "Each model's score (point) with its 95% bootstrap interval (items resampled within subsets), best "
                  "first; overlapping intervals do not settle an order: see the paired comparisons.",
-                 values_of(spec, vals));
+                 rd_view_values(spec, vals));
 }
 
 static void figure_heatmap(rd_view *v, const cJSON *r) {
@@ -191,7 +184,7 @@ static void figure_heatmap(rd_view *v, const cJSON *r) {
   rd_view_figure(v, "section_heatmap", "Sections by model",
                  "Section scores of every model (rows in leaderboard order; colour 0 to 1), to see where a model's "
                  "score comes from.",
-                 values_of(spec, vals));
+                 rd_view_values(spec, vals));
 }
 
 static void figure_matrix(rd_view *v, const cJSON *r) {
@@ -233,7 +226,7 @@ static void figure_matrix(rd_view *v, const cJSON *r) {
                  "Score difference of model a (row) minus model b (column) for every comparison of the job, with the "
                  "paired-bootstrap p (p<x: no replicate crossed zero, x = 2/resamples); both triangles shown, the lower "
                  "one negated. The tooltip gives the 95% interval.",
-                 values_of(spec, vals));
+                 rd_view_values(spec, vals));
 }
 
 int bench_view(const cJSON *report, const char *h5, rd_view *v, rd_status *st) {

@@ -134,13 +134,6 @@ static void top_table(rd_view *v, const cJSON *r) {
 
 /* ---- figures ---------------------------------------------------------------------------------------------- */
 
-static cJSON *with_values(cJSON *spec, cJSON *values) {
-  cJSON *d = cJSON_CreateObject();
-  cJSON_AddItemToObject(d, "values", values);
-  cJSON_AddItemToObject(spec, "data", d);
-  return spec;
-}
-
 static void figure_map(rd_view *v, const double *tm, const double *tg, int64_t P) {
   cJSON *spec = rd_json_sq(
       "{'width': 360, 'height': 360, 'layer': ["
@@ -154,7 +147,7 @@ static void figure_map(rd_view *v, const double *tm, const double *tg, int64_t P
       "{'data': {'values': [{'d': 0}, {'d': 1}]}, 'mark': {'type': 'line', 'color': '#d62728', 'strokeDash': [4, 3]},"
       "'encoding': {'x': {'field': 'd', 'type': 'quantitative'}, 'y': {'field': 'd', 'type': 'quantitative'}}}]}");
   cJSON *layer0 = cJSON_GetArrayItem(cJSON_GetObjectItem(spec, "layer"), 0);
-  with_values(layer0, rd_view_hist2(tg, tm, P, CM_MAP_BINS, 0.0, 1.0));
+  rd_view_values(layer0, rd_view_hist2(tg, tm, P, CM_MAP_BINS, 0.0, 1.0));
   rd_view_figure(v, "memorization_map", "Memorization map",
                  "Pairs binned by TG (mean p over runs that held the user out, x) and TM (over runs that trained on it, "
                  "y), 50 x 50 cells, colour = pairs (log scale); pairs above the dashed diagonal are fitted better when "
@@ -176,7 +169,7 @@ static void figure_hist(rd_view *v, const char *name, const char *title, const c
   cJSON *layer0 = cJSON_GetArrayItem(cJSON_GetObjectItem(spec, "layer"), 0);
   cJSON_SetValuestring(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(layer0, "encoding"), "x"), "title"),
                        xtitle);
-  with_values(layer0, rd_view_hist(x, n, CM_HIST_BINS, lo, hi));
+  rd_view_values(layer0, rd_view_hist(x, n, CM_HIST_BINS, lo, hi));
   rd_view_figure(v, name, title, caption, spec);
 }
 
@@ -237,7 +230,7 @@ static void figure_strata(rd_view *v, const cJSON *r) {
                  "Mean CM of each stratum (point, size = pairs) with its 95% interval (user-cluster-robust standard "
                  "errors); the dashed line is CM = 0. Strata in report order: covariates as listed in the job, bins "
                  "ascending.",
-                 with_values(spec, vals));
+                 rd_view_values(spec, vals));
 }
 
 static int cm_figures(const char *h5, const cJSON *r, rd_view *v, rd_status *st) {

@@ -234,13 +234,6 @@ static void leak_tables(rd_view *v, const cJSON *report, const cJSON *r) {
 
 /* ---- figures ---------------------------------------------------------------------------------------------- */
 
-static cJSON *values_of(cJSON *spec, cJSON *values) {
-  cJSON *d = cJSON_CreateObject();
-  cJSON_AddItemToObject(d, "values", values);
-  cJSON_AddItemToObject(spec, "data", d);
-  return spec;
-}
-
 /* Estimate against truth for every scored row of every cell (binned when there are many). */
 static int figure_scatter(rd_view *v, const cJSON *r, double tol, const char *h5, rd_status *st) {
   int64_t Q, n2, n3;
@@ -336,7 +329,7 @@ static int figure_scatter(rd_view *v, const cJSON *r, double tol, const char *h5
              "series); the dashed line is estimate = truth and the green band the tolerance (+-%g) that counts as "
              "within. %s", tol, binned ? "Many rows: each panel is binned into 40 x 40 cells, circle size = replies." :
              "One circle per reply.");
-    rd_view_figure(v, "estimate_vs_truth", "Estimate against truth", cap, values_of(spec, vals));
+    rd_view_figure(v, "estimate_vs_truth", "Estimate against truth", cap, rd_view_values(spec, vals));
     for (int64_t c2 = 0; c2 < C; c2++) free(labels[c2]);
     free(labels);
   }
@@ -376,7 +369,7 @@ static void figure_signature(rd_view *v, const cJSON *r) {
                  "The four numbers that tell recall from guessing, per cell (model / series): parse rate, Pearson r, "
                  "share within tolerance and sign agreement, with 95% intervals (Wilson; bootstrap for r). A model that "
                  "recalls is high on all four; a guesser has a high parse rate only.",
-                 values_of(spec, vals));
+                 rd_view_values(spec, vals));
 }
 
 static void figure_null(rd_view *v, const cJSON *r) {
@@ -412,7 +405,7 @@ static void figure_null(rd_view *v, const cJSON *r) {
                  "Share of replies within tolerance (observed) against the same share when each month's estimate is "
                  "compared with a randomly drawn sibling series (null); selectivity is their ratio. Recall shows as a "
                  "wide gap; a cell whose null is 0 has no selectivity (see warnings).",
-                 values_of(spec, vals));
+                 rd_view_values(spec, vals));
 }
 
 static void figure_holdout(rd_view *v, const cJSON *r) {
@@ -444,7 +437,7 @@ static void figure_holdout(rd_view *v, const cJSON *r) {
   rd_view_figure(v, "holdout", "Before and after the holdout month",
                  "Share within tolerance of each cell's months before the holdout month and from it on; recall of "
                  "training data shows as a drop after the model's cutoff.",
-                 values_of(spec, vals));
+                 rd_view_values(spec, vals));
 }
 
 static void figure_defense(rd_view *v, const cJSON *r) {
@@ -473,7 +466,7 @@ static void figure_defense(rd_view *v, const cJSON *r) {
   rd_view_figure(v, "defenses", "Defenses",
                  "Share of attack prompts each system-prompt defense blocked, per model, with its Wilson 95% interval; "
                  "the red tick is the worst case: the share of months where at least one attack still got a number.",
-                 values_of(spec, vals));
+                 rd_view_values(spec, vals));
 }
 
 static void figure_entropy(rd_view *v, const cJSON *r) {
@@ -514,7 +507,7 @@ static void figure_entropy(rd_view *v, const cJSON *r) {
                  "Mean entropy of the first two output tokens per cell and, for the fictional-series control, per "
                  "model: a model that recalls answers with low entropy; fabrication on fictional series with low "
                  "entropy is a warning sign.",
-                 values_of(spec, vals));
+                 rd_view_values(spec, vals));
 }
 
 int leak_view(const cJSON *report, const char *h5, rd_view *v, rd_status *st) {

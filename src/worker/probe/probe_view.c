@@ -232,13 +232,6 @@ static void comparison_table(rd_view *v, const cJSON *r, const probe_block *bl, 
 
 /* ---- figures ---------------------------------------------------------------------------------------------- */
 
-static cJSON *values_of(cJSON *spec, cJSON *values) {
-  cJSON *d = cJSON_CreateObject();
-  cJSON_AddItemToObject(d, "values", values);
-  cJSON_AddItemToObject(spec, "data", d);
-  return spec;
-}
-
 static void figure_accuracy(rd_view *v, const probe_block *bl, int nb) {
   cJSON *vals = cJSON_CreateArray();
   for (int i = 0; i < nb; i++) {
@@ -268,7 +261,7 @@ static void figure_accuracy(rd_view *v, const probe_block *bl, int nb) {
                  "Mean test accuracy of each task's probe (point) with its 95% t-interval over seeds (no interval with "
                  "one seed); the red tick is the majority baseline, the accuracy of always predicting the largest "
                  "training class. A point at or left of its tick learned nothing usable.",
-                 values_of(spec, vals));
+                 rd_view_values(spec, vals));
 }
 
 static void figure_grid(rd_view *v, const cJSON *r, const probe_block *bl, int nb) {
@@ -313,7 +306,7 @@ static void figure_grid(rd_view *v, const cJSON *r, const probe_block *bl, int n
                       "entry (best validation accuracy, ties to the first)."
                     : "Validation accuracy (mean over seeds) for every learning rate of the grid, per task; the diamond "
                       "marks the selected rate. A flat curve means the grid did not discriminate (see warnings).",
-                 values_of(spec, vals));
+                 rd_view_values(spec, vals));
 }
 
 static void figure_confusion(rd_view *v, const probe_block *bl, int nb) {
@@ -349,7 +342,7 @@ static void figure_confusion(rd_view *v, const probe_block *bl, int nb) {
   rd_view_figure(v, "confusion", "Confusion matrices",
                  "Test rows of each task by true class (rows) and predicted class (columns), selected grid entry, first "
                  "seed; classes numbered in the order of the job's class lists.",
-                 values_of(spec, vals));
+                 rd_view_values(spec, vals));
 }
 
 static void figure_reliance(rd_view *v, const probe_block *bl, int nb) {
@@ -377,7 +370,7 @@ static void figure_reliance(rd_view *v, const probe_block *bl, int nb) {
   rd_view_figure(v, "reliance", "Inference reliance",
                  "Of the inference rows kept (nearest centroid within tau), the share nearest to each task's "
                  "centroids: which preference dimensions the reward model's inputs resemble.",
-                 values_of(spec, vals));
+                 rd_view_values(spec, vals));
 }
 
 static int figure_dmin(rd_view *v, const probe_block *bl, int nb, const char *h5, rd_status *st) {
@@ -401,7 +394,7 @@ static int figure_dmin(rd_view *v, const probe_block *bl, int nb, const char *h5
         "{'data': {'values': [{'tau': 0}]}, 'mark': {'type': 'rule', 'color': '#d62728', 'strokeWidth': 2}, "
         "'encoding': {'x': {'field': 'tau', 'type': 'quantitative'}}}]}");
     cJSON *layers = cJSON_GetObjectItem(spec, "layer");
-    values_of(cJSON_GetArrayItem(layers, 0), rd_view_hist(d, n, PROBE_DMIN_BINS, lo, hi));
+    rd_view_values(cJSON_GetArrayItem(layers, 0), rd_view_hist(d, n, PROBE_DMIN_BINS, lo, hi));
     cJSON *tv = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(layers, 1), "data"),
                                                        "values"), 0);
     cJSON_ReplaceItemInObject(tv, "tau", cJSON_CreateNumber(tau));
