@@ -20,7 +20,7 @@ import sys
 import h5py
 import numpy as np
 
-from benchlib import full_job, full_table, med, options, phase_table, rounds, run_peer, run_rmdiag, scratch
+from benchlib import full_job, full_table, options, phase_table, rank_rows, rounds, scratch, speedup_line
 
 
 def extra(ap):
@@ -66,21 +66,10 @@ job, report = full_job(tmp, "bench-full", spec)
 peer_argv = [os.path.join(peers, "peer_bench.py"), inp, os.path.join(tmp, "peer"), "--scheme", "v1",
              "--bootstrap", str(a.bootstrap)] + (["--compare", "all"] if a.compare else [])
 
-rows = [("rmdiag 1 rank", lambda: run_rmdiag(a, 0, job, report)),
-        ("rmdiag 2 ranks", lambda: run_rmdiag(a, 2, job, report))]
-if not a.no_peer:
-    rows.append(("numpy peer", lambda: run_peer(a, peer_argv)))
-res = rounds(a.reps, rows)
+res = rounds(a.reps, rank_rows(a, job, report, None if a.no_peer else peer_argv))
 
 print(f"benchmark full size: {a.models} models x {a.items} v1 items (2 completions each), {a.bootstrap} bootstrap "
       f"resamples{', every pair compared' if a.compare else ''}; medians of {a.reps} alternating runs")
 full_table(res)
-one, two = med(r["seconds"] for r in res["rmdiag 1 rank"]), med(r["seconds"] for r in res["rmdiag 2 ranks"])
-line = f"2 ranks faster than 1: {one / two:.2f}x (report seconds)"
-if "numpy peer" in res:
-    pe = med(r["seconds"] for r in res["numpy peer"])
-    pw = med(r["wall"] for r in res["numpy peer"])
-    line += (f"; the peer / rmdiag: {pe / one:.1f}x (1 rank), {pe / two:.1f}x (2 ranks) in-process, "
-             f"{pw / med(r['wall'] for r in res['rmdiag 1 rank']):.1f}x / {pw / med(r['wall'] for r in res['rmdiag 2 ranks']):.1f}x whole process")
-print(line)
+print(speedup_line(res))
 phase_table(res, ["rmdiag 1 rank", "rmdiag 2 ranks"])

@@ -16,7 +16,7 @@ import os
 import subprocess
 import sys
 
-from benchlib import full_job, full_table, med, options, phase_table, rounds, run_peer, run_rmdiag, scratch
+from benchlib import full_job, full_table, options, phase_table, rank_rows, rounds, scratch, speedup_line
 
 
 def extra(ap):
@@ -42,19 +42,10 @@ job, report = full_job(tmp, "leak-full", {"kind": "leakage", "input": "leak.h5",
 peer_argv = [os.path.join(peers, "peer_leak.py"), inp, os.path.join(tmp, "peer"), "--bootstrap", str(B),
              "--perms", str(B), "--family", ",".join(fam)]
 
-rows = [("rmdiag 1 rank", lambda: run_rmdiag(a, 0, job, report)),
-        ("rmdiag 2 ranks", lambda: run_rmdiag(a, 2, job, report))]
-if not a.no_peer:
-    rows.append(("numpy peer", lambda: run_peer(a, peer_argv)))
-res = rounds(a.reps, rows)
+res = rounds(a.reps, rank_rows(a, job, report, None if a.no_peer else peer_argv))
 
 print(f"leakage full size: 77,760 replies, 54 cells, {B} bootstrap resamples, {B} null draws; medians of {a.reps} "
       f"alternating runs")
 full_table(res)
-one, two = med(r["seconds"] for r in res["rmdiag 1 rank"]), med(r["seconds"] for r in res["rmdiag 2 ranks"])
-line = f"2 ranks faster than 1: {one / two:.2f}x (report seconds)"
-if "numpy peer" in res:
-    pe = med(r["seconds"] for r in res["numpy peer"])
-    line += f"; the peer / rmdiag in-process: {pe / one:.1f}x (1 rank), {pe / two:.1f}x (2 ranks; goal >= 5x)"
-print(line)
+print(speedup_line(res, "; goal >= 5x"))
 phase_table(res, ["rmdiag 1 rank", "rmdiag 2 ranks"])

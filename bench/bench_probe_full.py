@@ -31,8 +31,7 @@ import sys
 import h5py
 import numpy as np
 
-from benchlib import HERE, full_job, full_table, measure, med, options, phase_table, rounds, run_peer, run_rmdiag, \
-    scratch
+from benchlib import HERE, full_job, full_table, measure, options, phase_table, rank_rows, rounds, scratch, speedup_line
 
 
 def extra(ap):
@@ -105,20 +104,12 @@ if a.layout == "contiguous":
         return dict(seconds=float(p.stdout.split()[0]), wall=wall, cpu=cpu, load=l0, ranks=[], phases={})
 
     rows += [("floor: rows mapped, 1 thr", lambda: stream(1)), ("floor: rows mapped, 2 thr", lambda: stream(2))]
-rows += [("rmdiag 1 rank", lambda: run_rmdiag(a, 0, job, report)),
-         ("rmdiag 2 ranks", lambda: run_rmdiag(a, 2, job, report))]
-if have_peer:
-    rows.append(("numpy peer", lambda: run_peer(a, peer_argv)))
+rows += rank_rows(a, job, report, peer_argv if have_peer else None)
 res = rounds(a.reps, rows)
 
 print(f"probe full size: {N} x {D} float32 ({size / 1e9:.2f} GB, {a.layout}), {N - N_VA - N_TE} training rows, "
       f"3 classes, {len(LRS)} learning rates, max_memory_mb {a.max_memory_mb}; medians of {a.reps} alternating runs")
 full_table(res, {"rmdiag 1 rank": "floor: read once, 1 thr", "rmdiag 2 ranks": "floor: read once, 2 thr",
                  "numpy peer": "floor: read once, 1 thr"})
-one, two = med(r["seconds"] for r in res["rmdiag 1 rank"]), med(r["seconds"] for r in res["rmdiag 2 ranks"])
-line = f"2 ranks faster than 1: {one / two:.2f}x (report seconds)"
-if "numpy peer" in res:
-    pe = med(r["seconds"] for r in res["numpy peer"])
-    line += f"; the peer / rmdiag in-process: {pe / one:.1f}x (1 rank), {pe / two:.1f}x (2 ranks)"
-print(line)
+print(speedup_line(res))
 phase_table(res, ["rmdiag 1 rank", "rmdiag 2 ranks"])

@@ -189,6 +189,27 @@ def run_peer(a, argv):
     return dict(seconds=total, wall=wall, cpu=cpu, load=l0, ranks=rank_stats(p.stderr), phases={})
 
 
+def rank_rows(a, job, report, peer_argv=None):
+    """The rows every full-size benchmark times: rmdiag on 1 and 2 ranks, and the peer when given."""
+    rows = [("rmdiag 1 rank", lambda: run_rmdiag(a, 0, job, report)),
+            ("rmdiag 2 ranks", lambda: run_rmdiag(a, 2, job, report))]
+    if peer_argv:
+        rows.append(("numpy peer", lambda: run_peer(a, peer_argv)))
+    return rows
+
+
+def speedup_line(res, goal=""):
+    """2 ranks against 1 (report seconds), and the peer against rmdiag in-process and whole process."""
+    one, two = med(r["seconds"] for r in res["rmdiag 1 rank"]), med(r["seconds"] for r in res["rmdiag 2 ranks"])
+    line = f"2 ranks faster than 1: {one / two:.2f}x (report seconds)"
+    if "numpy peer" in res:
+        pe, pw = med(r["seconds"] for r in res["numpy peer"]), med(r["wall"] for r in res["numpy peer"])
+        w1, w2 = med(r["wall"] for r in res["rmdiag 1 rank"]), med(r["wall"] for r in res["rmdiag 2 ranks"])
+        line += (f"; the peer / rmdiag: {pe / one:.1f}x (1 rank), {pe / two:.1f}x (2 ranks{goal}) in-process, "
+                 f"{pw / w1:.1f}x / {pw / w2:.1f}x whole process")
+    return line
+
+
 def rounds(reps, rows, cold=("numpy peer",)):
     """Runs every (label, fn) of rows in turn, reps + 1 times; the first round (page cache, warm-up) is not
     kept, and the rows named in `cold` (slow, and reading inputs the others have warmed) skip it.
@@ -228,7 +249,7 @@ def phase_table(res, labels):
     for lb in labels:
         for r in res.get(lb, []):
             keys += [k for k in r["phases"] if k not in keys]
-    print(f"  phases (rank 0, s)          " + "".join(f"{lb:>18}" for lb in labels))
+    print("  phases (rank 0, s)          " + "".join(f"{lb:>18}" for lb in labels))
     for k in keys:
         vals = []
         for lb in labels:
