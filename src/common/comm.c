@@ -102,23 +102,37 @@ int rd_bcast_bytes(const rd_ctx *ctx, void *buf, size_t nbytes, int root) {
   return RD_OK;
 }
 
+/* The counts and displacements of rd_rank_rows, in rows. */
+static void rows_layout(const rd_ctx *ctx, int64_t n_rows, int64_t block_rows, size_t elem, int **counts,
+                        int **displs) {
+  if (n_rows >= INT_MAX || elem >= (size_t)INT_MAX)
+    rd_abort(ctx, __FILE__, __LINE__, "a gather or scatter of more than 2^31 rows");
+  *counts = malloc(sizeof(int) * (size_t)ctx->size);
+  *displs = malloc(sizeof(int) * (size_t)ctx->size);
+  if (!*counts || !*displs) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+  for (int r = 0; r < ctx->size; r++) {
+    int64_t lo, hi;
+    rd_rank_rows(n_rows, block_rows, ctx->size, r, &lo, &hi);
+    (*counts)[r] = (int)(hi - lo);
+    (*displs)[r] = (int)lo;
+  }
+}
+
+/* One row of `elem` bytes as an MPI datatype (committed; the caller frees it). */
+static MPI_Datatype row_type(const rd_ctx *ctx, size_t elem) {
+  MPI_Datatype row;
+  RD_MPI_CHECK(ctx, MPI_Type_contiguous((int)elem, MPI_BYTE, &row));
+  RD_MPI_CHECK(ctx, MPI_Type_commit(&row));
+  return row;
+}
+
 /* Gathers contiguous row ranges in rank order. The unit is one row (a contiguous datatype of
  * `elem` bytes), so counts and displacements stay within int for up to 2^31 - 1 rows. */
 static int gather_rows(const rd_ctx *ctx, const void *mine, void *all, int64_t n_rows, int64_t block_rows,
                        size_t elem, int everyone) {
-  int size = ctx->size;
-  if (n_rows >= INT_MAX || elem >= (size_t)INT_MAX) rd_abort(ctx, __FILE__, __LINE__, "gather of more than 2^31 rows");
-  int *counts = malloc(sizeof(int) * (size_t)size), *displs = malloc(sizeof(int) * (size_t)size);
-  if (!counts || !displs) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
-  for (int r = 0; r < size; r++) {
-    int64_t lo, hi;
-    rd_rank_rows(n_rows, block_rows, size, r, &lo, &hi);
-    counts[r] = (int)(hi - lo);
-    displs[r] = (int)lo;
-  }
-  MPI_Datatype row;
-  RD_MPI_CHECK(ctx, MPI_Type_contiguous((int)elem, MPI_BYTE, &row));
-  RD_MPI_CHECK(ctx, MPI_Type_commit(&row));
+  int *counts, *displs;
+  rows_layout(ctx, n_rows, block_rows, elem, &counts, &displs);
+  MPI_Datatype row = row_type(ctx, elem);
   if (everyone)
     RD_MPI_CHECK(ctx, MPI_Allgatherv(mine, counts[ctx->rank], row, all, counts, displs, row, ctx->comm));
   else
@@ -133,26 +147,10 @@ int rd_gather_rows(const rd_ctx *ctx, const void *mine, void *all, int64_t n_row
   return gather_rows(ctx, mine, ctx->rank == 0 ? all : NULL, n_rows, block_rows, elem, 0);
 }
 
-/* The counts and displacements of rd_rank_rows, in rows. */
-static void rows_layout(const rd_ctx *ctx, int64_t n_rows, int64_t block_rows, size_t elem, int **counts, int **displs) {
-  if (n_rows >= INT_MAX || elem >= (size_t)INT_MAX) rd_abort(ctx, __FILE__, __LINE__, "more than 2^31 rows");
-  *counts = malloc(sizeof(int) * (size_t)ctx->size);
-  *displs = malloc(sizeof(int) * (size_t)ctx->size);
-  if (!*counts || !*displs) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
-  for (int r = 0; r < ctx->size; r++) {
-    int64_t lo, hi;
-    rd_rank_rows(n_rows, block_rows, ctx->size, r, &lo, &hi);
-    (*counts)[r] = (int)(hi - lo);
-    (*displs)[r] = (int)lo;
-  }
-}
-
 int rd_gather_rows_inplace(const rd_ctx *ctx, void *buf, int64_t n_rows, int64_t block_rows, size_t elem) {
   int *counts, *displs;
   rows_layout(ctx, n_rows, block_rows, elem, &counts, &displs);
-  MPI_Datatype row;
-  RD_MPI_CHECK(ctx, MPI_Type_contiguous((int)elem, MPI_BYTE, &row));
-  RD_MPI_CHECK(ctx, MPI_Type_commit(&row));
+  MPI_Datatype row = row_type(ctx, elem);
   if (ctx->rank == 0)
     RD_MPI_CHECK(ctx, MPI_Gatherv(MPI_IN_PLACE, counts[0], row, buf, counts, displs, row, 0, ctx->comm));
   else
@@ -166,9 +164,7 @@ int rd_gather_rows_inplace(const rd_ctx *ctx, void *buf, int64_t n_rows, int64_t
 int rd_scatter_rows(const rd_ctx *ctx, const void *all, void *mine, int64_t n_rows, int64_t block_rows, size_t elem) {
   int *counts, *displs;
   rows_layout(ctx, n_rows, block_rows, elem, &counts, &displs);
-  MPI_Datatype row;
-  RD_MPI_CHECK(ctx, MPI_Type_contiguous((int)elem, MPI_BYTE, &row));
-  RD_MPI_CHECK(ctx, MPI_Type_commit(&row));
+  MPI_Datatype row = row_type(ctx, elem);
   RD_MPI_CHECK(ctx, MPI_Scatterv(ctx->rank == 0 ? all : NULL, counts, displs, row, mine, counts[ctx->rank], row, 0,
                                  ctx->comm));
   MPI_Type_free(&row);
