@@ -6,6 +6,7 @@
 
 #include <cjson/cJSON.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "rmdiag/common/jsonutil.h"
 #include "rmdiag/common/status.h"
@@ -26,6 +27,16 @@ typedef struct rd_job {
   void *opts;                 /* the kind's parsed options */
   rd_where where;             /* "FILE: jobs[i] ("name")" for messages */
 } rd_job;
+
+/* A job that only names an input (file and group), for the layout checks `rmdiag init` runs before
+ * any job file exists. */
+static inline rd_job rd_job_for_input(const char *file, const char *group) {
+  rd_job j = {0};
+  j.input = (char *)file;
+  j.group = (char *)group;
+  snprintf(j.where.path, sizeof j.where.path, "%s", file);
+  return j;
+}
 
 /* A job with "sweep": {KEY: [values...], ...} expands into one job per combination of the values,
  * named NAME.KEY-I for each key in the order given (I the value's 0-based position in its list),

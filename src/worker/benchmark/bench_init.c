@@ -150,11 +150,7 @@ static int needs_allow_missing(const init_input *in, const char *scheme, FILE *n
 }
 
 int bench_init(hid_t f, const char *file, const char *group, cJSON *job, FILE *note, rd_status *st) {
-  rd_job stub;
-  memset(&stub, 0, sizeof stub);
-  stub.input = (char *)file;
-  stub.group = (char *)group;
-  snprintf(stub.where.path, sizeof stub.where.path, "%s", file);
+  rd_job stub = rd_job_for_input(file, group);
   init_input in;
   memset(&in, 0, sizeof in);
   if (init_read(f, &stub, &in, st) != RD_OK) {

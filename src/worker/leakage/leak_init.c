@@ -102,11 +102,7 @@ static void add_signal_series(const init_series *s, const leak_layout *L, cJSON 
 }
 
 int leak_init(hid_t f, const char *file, const char *group, cJSON *job, FILE *note, rd_status *st) {
-  rd_job stub;
-  memset(&stub, 0, sizeof stub);
-  stub.input = (char *)file;
-  stub.group = (char *)group;
-  snprintf(stub.where.path, sizeof stub.where.path, "%s", file);
+  rd_job stub = rd_job_for_input(file, group);
   leak_layout L;
   memset(&L, 0, sizeof L);
   RD_TRY(leak_check_layout(f, &stub, &L, st));
