@@ -78,6 +78,11 @@ bad = {
     "dot_covariate": ("run,pair,user,reward_chosen,reward_rejected,in_train,.\n0,1,u,1,0,1,3\n", 'column 7: "." cannot name a covariate'),
     "open_quote": (HEADER + '0,1,"u,1,0,1\n', "malformed CSV"),
     "empty": ("", "empty file"),
+    "duplicate_column": ("run,pair,user,reward_chosen,reward_rejected,in_train,len,user\n0,1,u,1,0,1,3,u\n",
+                         'line 1 (header): column "user" appears twice'),
+    # 40,000 covariate columns, the last repeating an early one: found by sorting the names
+    "many_columns_repeat": (HEADER.rstrip("\n") + "".join(f",c{i}" for i in range(40000)) + ",c7\n0,1,u,1,0,1\n",
+                            'line 1 (header): column "c7" appears twice'),
 }
 for name, (text, needle) in bad.items():
     p = os.path.join(d, name + ".csv")
