@@ -351,9 +351,12 @@ RMDIAG_RANKS_PER_JOB=all submit rq -- "$SCRIPT" "$W/rq.json"
 RQ=$(id_of rq)
 for i in $(seq 600); do [ -f "$W/out-rq/quick.json" ] && break; sleep 0.1; done
 if scontrol requeue "$RQ"; then
-  # a requeued job waits for its begin time (about two minutes); let it start at once
+  # a requeued job waits for its begin time (about two minutes); let it start sooner. Not in the
+  # same second: slurmd revoked the first attempt's credential when it killed it and refuses any
+  # credential of this job created in or before that second ("Job credential revoked"), so the
+  # next attempt starts two seconds after the job is pending again.
   for i in $(seq 200); do
-    [ "$(job_state "$RQ")" = PENDING ] && { scontrol update JobId="$RQ" StartTime=now; break; }
+    [ "$(job_state "$RQ")" = PENDING ] && { sleep 2; scontrol update JobId="$RQ" StartTime=now; break; }
     sleep 0.1
   done
 else

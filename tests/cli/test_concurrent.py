@@ -7,6 +7,7 @@ file."""
 import glob
 import signal
 import subprocess
+import threading
 import time
 
 from rdtest import *
@@ -105,13 +106,30 @@ check(code_a == 0 and code_b == 2 and "made from a different job spec" in err_b,
 check(seeds_in_folder() == {"a": 5, "b": 5, "c": 5}, f"3: the first run's outputs stand: {seeds_in_folder()}")
 clean_folder("3")
 
-# 4. a waiting run stopped by SIGTERM leaves nothing and does not disturb the running one
-a = start(["run", job(7), "--force"])
+# 4. a waiting run stopped by SIGTERM leaves nothing and does not disturb the running one. The signal
+# goes when the second run says it waits, not after a fixed time (on a fast machine the first run could
+# be done by then), and the first run's long job makes sure it is still computing at that moment.
+a = start(["run", job(7, boot=10000000), "--force"])
 check(wait_computing(a), "4: the first run is computing")
 b = start(["run", job(8), "--force", "--wait"])
-time.sleep(1.0)
+said, waiting = [], threading.Event()
+
+
+def read_err():
+    for line in b.stderr:
+        said.append(line)
+        if "waiting for it to end (--wait)" in line:
+            waiting.set()
+
+
+reader = threading.Thread(target=read_err)
+reader.start()
+check(waiting.wait(60), f"4: the second run says it waits: {''.join(said)[-300:]}")
+check(a.poll() is None, "4: ... while the first run still computes")
 b.send_signal(signal.SIGTERM)
-code_b, err_b = finish(b, "4: the waiting run")
+b.wait(300)
+reader.join()
+code_b, err_b = b.returncode, "".join(said)
 code_a, _ = finish(a, "4: the first run")
 check(code_b == -signal.SIGTERM and code_a == 0, f"4: the waiting run ends on SIGTERM, the first ends well: "
       f"{code_b} {code_a} {err_b[-200:]}")

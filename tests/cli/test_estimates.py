@@ -50,7 +50,7 @@ bench_input("bench_small.h5", 50, 1)
 bench_input("bench_medium.h5", 100, 4)
 gen_panel(os.path.join(d, "leak_small.h5"), M=5, S=6, V=1, K=3, T=120, seed=1, chunked=False)
 gen_panel(os.path.join(d, "leak_medium.h5"), M=5, S=6, V=2, K=3, T=240, seed=2, chunked=False)
-probe_input("probe_small.h5", 6000, 1024, 2)
+probe_input("probe_small.h5", 6000, 2048, 2)
 probe_input("probe_medium.h5", 12000, 2048, 3, n_inf=2000)
 
 two, three = {"classes": [[0], [1]]}, {"classes": [[0], [1], [2]]}
@@ -58,7 +58,7 @@ LEAK = {"kind": "leakage", "signal_series": "S0", "family": FAM}
 small = {
     "benchmark": {"kind": "benchmark", "input": "bench_small.h5", "bootstrap": 2000},
     "leakage": dict(LEAK, input="leak_small.h5", bootstrap=1000, null_permutations=1000),
-    "probe": {"kind": "probe", "input": "probe_small.h5", "tasks": {"a": two}, "kmeans": False},
+    "probe": {"kind": "probe", "input": "probe_small.h5", "tasks": {"a": two}, "kmeans": False, "seeds": [0, 1, 2]},
 }
 medium = {
     "benchmark": {"kind": "benchmark", "input": "bench_medium.h5", "bootstrap": 2000, "compare": "all"},
@@ -143,7 +143,7 @@ for size, specs in (("small", small), ("medium", medium)):
         plans = [cpu_of(["run", jp, "--plan"]) for _ in range(2)]
         est = plan_rows(plans[0][1]).get(name, (0, "", 0.0, 0))[2]
         runs, seconds = [], []
-        for _ in range(2):
+        for _ in range(3):
             runs.append(cpu_of(["run", jp, "--force", "--quiet"]))
             seconds.append(load_report(os.path.join(d, "out_one", name + ".json"))["rmdiag"]["seconds"])
         check(all(r[0] == 0 for r in runs), f"{name}: exit {[r[0] for r in runs]} ({runs[0][2][-300:]})")
