@@ -286,7 +286,9 @@ int main(int argc, char **argv) {
       printf(" actual_makespan=%.4f actual_bound=%.4f actual_efficiency=%.4f actual_deadline_bound=%.4f "
              "actual_deadline_efficiency=%.4f", ra, ba, ba / ra, dba, dba / ra);
     }
-    printf("\n");
+    char text[512];
+    rd_plan_groups_text(&plan, text, sizeof text);
+    printf(" text=\"%s\"\n", text);
     fflush(stdout);
     free(free_at);
     free(active);

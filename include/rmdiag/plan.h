@@ -10,6 +10,7 @@
 #ifndef RMDIAG_PLAN_H
 #define RMDIAG_PLAN_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -57,5 +58,8 @@ void rd_plan_free(rd_plan *plan);
 int rd_plan_group_of(const rd_plan *plan, int rank);
 /* The widest group's width. */
 int rd_plan_max_width(const rd_plan *plan);
+/* The groups in words, as `rmdiag run --plan` prints them ("2 groups of 4 and 2 ranks for the 2 largest
+ * jobs ..."; the k-th wide group takes the k-th largest job first). */
+void rd_plan_groups_text(const rd_plan *plan, char *buf, size_t cap);
 
 #endif

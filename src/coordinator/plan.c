@@ -57,6 +57,47 @@ int rd_plan_max_width(const rd_plan *plan) {
   return w;
 }
 
+void rd_plan_groups_text(const rd_plan *plan, char *buf, size_t cap) {
+  int n_wide = 0, narrow = 0, widest = rd_plan_max_width(plan), same = 1;
+  for (int g = 0; g < plan->n_groups; g++) {
+    n_wide += plan->group_wide[g];
+    narrow += !plan->group_wide[g];
+    same &= !plan->group_wide[g] || plan->group_size[g] == widest;
+  }
+  if (plan->n_groups <= 1) {
+    snprintf(buf, cap, "one group of all %d ranks; the jobs run one after another in job-file order", plan->world);
+    return;
+  }
+  if (narrow == 0) {
+    int w = plan->world / plan->n_groups;
+    snprintf(buf, cap, "%d groups of %d rank%s%s; the next job (largest estimate first) goes to whichever group "
+             "frees up", plan->n_groups, w, w == 1 ? "" : "s", plan->world % plan->n_groups ? " (the last groups one more)" : "");
+    return;
+  }
+  /* the wide groups' widths: one number when they are alike, else each in group order ("4, 3 and 2") */
+  char widths[160];
+  size_t at = 0;
+  widths[0] = '\0';
+  for (int g = 0, k = 0; g < plan->n_groups && k < (same ? 1 : n_wide); g++) {
+    if (!plan->group_wide[g]) continue;
+    if (at + 16 >= sizeof widths) {
+      snprintf(widths + at, sizeof widths - at, ", ...");
+      break;
+    }
+    const char *sep = k == 0 ? "" : k + 1 == n_wide ? " and " : ", ";
+    at += (size_t)snprintf(widths + at, sizeof widths - at, "%s%d", sep, plan->group_size[g]);
+    k++;
+  }
+  if (same)
+    snprintf(buf, cap, "%d group%s of %s ranks for the %d largest job%s (then the others), and %d single rank%s for "
+             "the others; the next job goes to whichever group frees up", n_wide, n_wide == 1 ? "" : "s", widths,
+             plan->n_large, plan->n_large == 1 ? "" : "s", narrow, narrow == 1 ? "" : "s");
+  else
+    snprintf(buf, cap, "%d groups of %s ranks, one for each of the %d largest jobs (the largest on the first; then "
+             "the others), and %d single rank%s for the others; the next job goes to whichever group frees up",
+             n_wide, widths, plan->n_large, narrow, narrow == 1 ? "" : "s");
+}
+
 /* ---- candidate groups ------------------------------------------------------------------------ */
 
 /* A set of groups: world / width groups of as equal sizes as can be (the last ones one rank more),
@@ -90,6 +131,40 @@ static void layout_tiers(layout *l, int world, int wide, int n_wide) {
     l->size[l->n_groups] = 1;
     l->wide[l->n_groups] = 0;
   }
+}
+
+/* Fitted tiers: each of the n_large largest jobs on a wide group of its own, as narrow as lets it end
+ * by `target` (the width where it is fastest when none does), in the order of the jobs (group k takes
+ * large job k first), then single ranks, at least one where there are other jobs. 0 when the groups
+ * do not fit in the world. */
+static int layout_fitted(layout *l, int world, const rd_job_cost *costs, const int *order, int n_large, int n_run,
+                         double target) {
+  int r = 0;
+  l->n_groups = l->n_wide = 0;
+  for (int i = 0; i < n_large; i++) {
+    const rd_job_cost *c = &costs[order[i]];
+    int top = c->max_ranks < world ? (c->max_ranks < 1 ? 1 : c->max_ranks) : world, w = 1, best = 1;
+    double best_t = INFINITY;
+    for (; w <= top; w++) {
+      double t = rd_cost_on(c, w) + JOB_OVERHEAD_S;
+      if (t < best_t) best_t = t, best = w;
+      if (t <= target) break;
+    }
+    if (w > top) w = best;
+    if (r + w > world - (n_run > n_large ? 1 : 0)) return 0;
+    l->first[l->n_groups] = r;
+    l->size[l->n_groups] = w;
+    l->wide[l->n_groups] = 1;
+    l->n_groups++;
+    l->n_wide++;
+    r += w;
+  }
+  for (; r < world; r++, l->n_groups++) {
+    l->first[l->n_groups] = r;
+    l->size[l->n_groups] = 1;
+    l->wide[l->n_groups] = 0;
+  }
+  return 1;
 }
 
 /* ---- simulating the hand-out ------------------------------------------------------------------- */
@@ -211,6 +286,24 @@ static void search_candidates(search *s, int world, int fixed) {
           consider(s, n_large, 0);
       }
     }
+  /* fitted tiers (a group per large job, each as wide as its job needs to end by a target): targets
+   * from the lower bound max(work / ranks, the longest job at its best width) up to 2.5x it */
+  const int *order = s->plan->order;
+  double work = 0.0, longest = 0.0;
+  for (int i = 0; i < n_run; i++) {
+    const rd_job_cost *c = &s->costs[order[i]];
+    double fastest = INFINITY;
+    for (int w = 1; w <= world && w <= (c->max_ranks < 1 ? 1 : c->max_ranks); w++) {
+      double t = rd_cost_on(c, w);
+      if (t < fastest) fastest = t;
+    }
+    work += rd_cost_on(c, 1) + JOB_OVERHEAD_S;
+    if (fastest + JOB_OVERHEAD_S > longest) longest = fastest + JOB_OVERHEAD_S;
+  }
+  double lower = work / world > longest ? work / world : longest;
+  for (int n_large = 1; n_large < n_run && n_large <= 16 && n_large < world; n_large++)
+    for (double target = lower; target <= 2.5 * lower; target *= 1.04)
+      if (layout_fitted(&s->trial, world, s->costs, order, n_large, n_run, target)) consider(s, n_large, 0);
 }
 
 static int plan_make(const rd_job_cost *costs, const int *run, int n, int world, int fixed, rd_plan *plan) {
@@ -246,11 +339,15 @@ static int plan_make(const rd_job_cost *costs, const int *run, int n, int world,
   plan->sequential = simulate(&s.trial, costs, plan->order, plan->n_run, 0, INFINITY, s.free_at, s.hw, s.hn);
   /* each job's estimate on the width it is planned for: large jobs on the widest groups, the
    * others on the narrowest */
-  int widest = rd_plan_max_width(plan), narrowest = widest;
-  for (int g = 0; g < plan->n_groups; g++)
+  int widest = rd_plan_max_width(plan), narrowest = widest, n_wide = 0;
+  for (int g = 0; g < plan->n_groups; g++) {
     if (plan->group_size[g] < narrowest) narrowest = plan->group_size[g];
+    n_wide += plan->group_wide[g];
+  }
+  /* (the k-th wide group, k < the number of large jobs, takes large job k first: its width) */
   for (int i = 0; i < plan->n_run; i++)
-    plan->est[plan->order[i]] = rd_cost_on(&costs[plan->order[i]], i < plan->n_large ? widest : narrowest);
+    plan->est[plan->order[i]] = rd_cost_on(&costs[plan->order[i]], i >= plan->n_large ? narrowest
+                                                                   : i < n_wide ? plan->group_size[i] : widest);
   free(buf);
   free(s.free_at);
   return 0;

@@ -129,18 +129,11 @@ static void print_plan(FILE *fp, const rd_jobfile *jf, const job_plan *plans, co
   for (int j = 0; j < jf->n_jobs; j++) skipped += plans[j].action == RD_OUT_SKIP;
   fprintf(fp, "plan for %s: %d job%s to run (%d up to date) on %d rank%s\n", jf->path, plan->n_run,
           plan->n_run == 1 ? "" : "s", skipped, plan->world, plan->world == 1 ? "" : "s");
-  int n_wide = 0, widest = rd_plan_max_width(plan), narrow = 0;
-  for (int g = 0; g < plan->n_groups; g++) n_wide += plan->group_wide[g], narrow += !plan->group_wide[g];
-  if (plan->n_groups <= 1)
-    fprintf(fp, "groups: one group of all %d ranks; the jobs run one after another in job-file order\n", plan->world);
-  else if (narrow == 0)
-    fprintf(fp, "groups: %d groups of %d rank%s%s; the next job (largest estimate first) goes to whichever group "
-            "frees up\n", plan->n_groups, plan->world / plan->n_groups, plan->world / plan->n_groups == 1 ? "" : "s",
-            plan->world % plan->n_groups ? " (the last groups one more)" : "");
-  else
-    fprintf(fp, "groups: %d group%s of %d ranks for the %d largest job%s (then the others), and %d single rank%s for "
-            "the others; the next job goes to whichever group frees up\n", n_wide, n_wide == 1 ? "" : "s", widest,
-            plan->n_large, plan->n_large == 1 ? "" : "s", narrow, narrow == 1 ? "" : "s");
+  int narrow = 0;
+  for (int g = 0; g < plan->n_groups; g++) narrow += !plan->group_wide[g];
+  char groups[512];
+  rd_plan_groups_text(plan, groups, sizeof groups);
+  fprintf(fp, "groups: %s\n", groups);
   fprintf(fp, "estimated time: %.2f s (one group of all ranks, one job after another: %.2f s)\n", plan->makespan,
           plan->sequential);
   fprintf(fp, "%5s  %-32s %-10s %12s %10s %12s %s\n", "order", "job", "kind", "input MB", "est. s", "ranks useful",

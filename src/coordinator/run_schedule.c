@@ -96,16 +96,24 @@ static int dispatch_jobs(const rd_ctx *ctx, const rd_ctx *g, const rd_jobfile *j
   for (int i = 0; i < plan->n_run; i++) d.total_est += plan->est[plan->order[i]];
   MPI_Aint bytes = ctx->rank == 0 ? (MPI_Aint)(CTR_N * sizeof(long long)) : 0;
   RD_MPI_CHECK(ctx, MPI_Win_allocate(bytes, sizeof(long long), MPI_INFO_NULL, ctx->comm, &d.ctr, &d.win));
-  if (ctx->rank == 0) memset(d.ctr, 0, (size_t)bytes);
+  /* the k-th wide group takes large job k first (the plan sized it for that job), then the next
+   * large job while any is left (the counter starts after the ones taken so), then the others; a
+   * narrow group only the others */
+  int my = rd_plan_group_of(plan, ctx->rank), wide = plan->group_wide[my], n_wide = 0, k_wide = 0;
+  for (int h = 0; h < plan->n_groups; h++) {
+    n_wide += plan->group_wide[h];
+    if (h < my) k_wide += plan->group_wide[h];
+  }
+  if (ctx->rank == 0) {
+    memset(d.ctr, 0, (size_t)bytes);
+    d.ctr[CTR_NEXT_LARGE] = n_wide;
+  }
   RD_MPI_CHECK(ctx, MPI_Barrier(ctx->comm));
   RD_MPI_CHECK(ctx, MPI_Win_lock_all(0, d.win));
-  int wide = plan->group_wide[rd_plan_group_of(plan, ctx->rank)];
-  for (;;) {
-    /* a wide group takes the next large job while any is left, then the others; a narrow group
-     * only the others */
+  for (int first = 1;; first = 0) {
     long long pos = plan->n_run;
     if (g->rank == 0) {
-      if (wide && plan->n_large > 0) pos = counter_add(&d, CTR_NEXT_LARGE, 1);
+      if (wide && plan->n_large > 0) pos = first ? k_wide : counter_add(&d, CTR_NEXT_LARGE, 1);
       if (pos >= plan->n_large) pos = plan->n_large + counter_add(&d, CTR_NEXT, 1);
     }
     RD_MPI_CHECK(g, MPI_Bcast(&pos, 1, MPI_LONG_LONG, 0, g->comm));

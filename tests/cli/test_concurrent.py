@@ -22,8 +22,8 @@ folder = os.path.join(d, "out")
 NAMES = ("a", "b", "c")
 
 
-def job(seed, boot=1000000, name="job"):
-    # "a" is long: the second run starts while the first computes it
+def job(seed, boot=10000000, name="job"):
+    # "a" is long (about 4 s on a fast machine): the second run starts while the first computes it
     jobs = [{"name": "a", "kind": "cm", "input": "in.h5", "bootstrap": boot},
             {"name": "b", "kind": "cm", "input": "in.h5", "bootstrap": 10},
             {"name": "c", "kind": "cm", "input": "in.h5", "bootstrap": 0}]
@@ -69,6 +69,7 @@ shutil.rmtree(folder, ignore_errors=True)
 a = start(["run", job(1), "--force"])
 check(wait_computing(a), "1: the first run is computing")
 time.sleep(0.3)
+check(a.poll() is None, "1: ... and still computing when the second run starts")
 t0 = time.time()
 code, _, err = run(["run", job(2)])
 took = time.time() - t0
@@ -82,7 +83,7 @@ check(seeds_in_folder() == {"a": 1, "b": 1, "c": 1}, f"1: every report is the fi
 clean_folder("1")
 
 # 2. --wait --force on 2 ranks while a 2-rank run computes: waits, then replaces the outputs
-a = start(["run", job(3, boot=2000000), "--force"], ranks=2)  # longer: the second mpiexec starts slowly
+a = start(["run", job(3), "--force"], ranks=2)
 check(wait_computing(a), "2: the first run is computing")
 b = start(["run", job(4), "--force", "--wait"], ranks=2)
 code_a, err_a = finish(a, "2: the first run")
@@ -109,7 +110,7 @@ clean_folder("3")
 # 4. a waiting run stopped by SIGTERM leaves nothing and does not disturb the running one. The signal
 # goes when the second run says it waits, not after a fixed time (on a fast machine the first run could
 # be done by then), and the first run's long job makes sure it is still computing at that moment.
-a = start(["run", job(7, boot=10000000), "--force"])
+a = start(["run", job(7), "--force"])
 check(wait_computing(a), "4: the first run is computing")
 b = start(["run", job(8), "--force", "--wait"])
 said, waiting = [], threading.Event()
