@@ -119,7 +119,8 @@ static int read_jobs(FILE *in, const char *name, jobs *J) {
 
 /* The hand-out of run_schedule.c's dispatch_jobs, replayed with the costs `c`: whenever a group
  * frees up (the earliest; ties to the lower group) its first rank takes the next large job if the
- * group is wide and any is left, else the next of the others; a group that finds none stops. Each job
+ * group is wide and any is left, else the next of the others; a group that finds none stops. (At the
+ * start every group is free, so the ties give the k-th wide group large job k: dispatch_jobs's rule.) Each job
  * takes its time on the group's width plus the fixed cost per job. Returns the makespan. */
 static double replay(const rd_plan *plan, const rd_job_cost *c, double per_job, double *free_at, char *active) {
   int next_large = 0, next = plan->n_large;

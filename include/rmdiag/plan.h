@@ -6,7 +6,8 @@
  * A plan has one or two tiers of groups. Wide groups take the "large" jobs (the first n_large of
  * the order) and, once those are gone, the others; narrow groups take only the others. So a file
  * with a few large jobs and many small ones runs the large ones on wide groups while single ranks
- * work through the small ones. */
+ * work through the small ones. Wide groups may differ in width (fitted tiers: one per large job,
+ * each sized for its job); the k-th wide group takes large job k first. */
 #ifndef RMDIAG_PLAN_H
 #define RMDIAG_PLAN_H
 

@@ -1,5 +1,5 @@
 /* Handing the jobs of a file out to rank groups. The plan fixes the groups (sub-communicators of
- * equal width) and the order (largest estimated cost first); at run time each group's rank 0 takes
+ * consecutive ranks) and the order (largest estimated cost first); at run time each group's rank 0 takes
  * the next job from a counter held by world rank 0 (an MPI atomic fetch-and-add, so no rank has to
  * wait in a loop to serve it), runs it on its group, and takes the next when done. A report does not
  * depend on which group made it. A job that fails is recorded and the others go on; at the end the
