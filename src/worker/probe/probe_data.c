@@ -142,18 +142,29 @@ int feat_rows(probe_run *R, feat_src *X, const int64_t *idx, int64_t n, float *b
     for (int64_t i = 0; i < n; i++) ptrs[i] = X->base + idx[i] * d;
     return RD_OK;
   }
-  /* sorted requests, read in ranges (gaps of up to 32 rows are read through), in pieces */
+  /* sorted requests, read in ranges (gaps of up to 32 rows are read through), in pieces; the piece
+   * buffers are the run's, kept from call to call (fresh pages would be zeroed by the kernel on every
+   * call: most of the cost of a value scan's small calls) */
   row_req *req = malloc(sizeof(row_req) * (size_t)n);
   int64_t budget = R->o->max_memory_mb * ((int64_t)1 << 20) / 8;
   int64_t piece_bytes = READ_PIECE_BYTES < budget ? READ_PIECE_BYTES : budget;
   int64_t piece = piece_bytes / (d * (int64_t)sizeof(float));
   if (piece < 1) piece = 1;
-  float *tmp = malloc(sizeof(float) * (size_t)(piece * d));
-  void *raw = X->etype == FEAT_F32 ? NULL : malloc((size_t)(piece * d) * (X->etype == FEAT_F64 ? 8 : 2));
-  if (!req || !tmp || (X->etype != FEAT_F32 && !raw)) {
+  int64_t raw_bytes = X->etype == FEAT_F32 ? 0 : piece * d * (X->etype == FEAT_F64 ? 8 : 2);
+  if (req && R->rtmp_n < piece * d) {
+    free(R->rtmp);
+    R->rtmp = malloc(sizeof(float) * (size_t)(piece * d));
+    R->rtmp_n = R->rtmp ? piece * d : 0;
+  }
+  if (req && R->rraw_bytes < raw_bytes) {
+    free(R->rraw);
+    R->rraw = malloc((size_t)raw_bytes);
+    R->rraw_bytes = R->rraw ? raw_bytes : 0;
+  }
+  float *tmp = R->rtmp;
+  void *raw = R->rraw;
+  if (!req || !tmp || (raw_bytes && !raw)) {
     free(req);
-    free(tmp);
-    free(raw);
     return rd_fail(st, RD_EFAIL, "out of memory reading rows of %s", X->path);
   }
   for (int64_t i = 0; i < n; i++) {
@@ -166,17 +177,20 @@ int feat_rows(probe_run *R, feat_src *X, const int64_t *idx, int64_t n, float *b
     int64_t r0 = req[a].row, b = a + 1;
     while (b < n && req[b].row - req[b - 1].row <= 32 && req[b].row - r0 < piece) b++;
     int64_t len = req[b - 1].row - r0 + 1;
-    rc = read_range(R, X, r0, len, raw, tmp, st);
+    /* every row of the range wanted once, into consecutive slots (a scan's block, a contiguous
+     * share): read straight into place */
+    int direct = len == b - a && req[b - 1].slot - req[a].slot == b - a - 1;
+    for (int64_t k = a + 1; direct && k < b; k++) direct = req[k].slot == req[k - 1].slot + 1;
+    float *into = direct ? buf + req[a].slot * d : tmp;
+    rc = read_range(R, X, r0, len, raw, into, st);
     for (int64_t k = a; rc == RD_OK && k < b; k++) {
       float *dst = buf + req[k].slot * d;
-      memcpy(dst, tmp + (req[k].row - r0) * d, sizeof(float) * (size_t)d);
+      if (!direct) memcpy(dst, tmp + (req[k].row - r0) * d, sizeof(float) * (size_t)d);
       ptrs[req[k].slot] = dst;
     }
     a = b;
   }
   free(req);
-  free(tmp);
-  free(raw);
   return rc;
 }
 
@@ -305,9 +319,13 @@ int rowset_load(probe_run *R, feat_src *X, rowset *s, int64_t lo, int64_t hi, in
     rd_dsinfo di = {.ndims = 2, .dims = {X->N, d}};
     snprintf(di.path, sizeof di.path, "%s", X->path);
     RD_TRY(rd_h5_check_memory(R->job->input, &di, 4.0 * (double)n * (double)d, "holding this rank's feature rows", st));
-    free(s->buf);
-    s->buf = rd_malloc_big(sizeof(float) * (size_t)(n * d), st, "feature rows");
-    if (!s->buf) return st->code;
+    if (s->cap < n * d) {  /* the next segment reuses the pages of the last one (no fresh pages to zero) */
+      free(s->buf);
+      s->cap = 0;
+      s->buf = rd_malloc_big(sizeof(float) * (size_t)(n * d), st, "feature rows");
+      if (!s->buf) return st->code;
+      s->cap = n * d;
+    }
   }
   if (gk && feat_mapped(R, X)) {
     for (int64_t i = 0; i < n; i++) {
@@ -356,4 +374,9 @@ void probe_data_free(probe_run *R) {
     if (R->infer[m].map_base) munmap(R->infer[m].map_base, R->infer[m].map_len);
   if (R->h5 >= 0) rd_h5_close(R->h5);
   R->h5 = H5I_INVALID_HID;
+  free(R->rtmp);
+  free(R->rraw);
+  R->rtmp = NULL;
+  R->rraw = NULL;
+  R->rtmp_n = R->rraw_bytes = 0;
 }

@@ -120,6 +120,9 @@ typedef struct probe_run {
   ptask *pt;
   feat_src *infer;       /* [n_models] (N = 0 when absent) */
   hid_t h5;              /* the rank's serial handle on the input, opened on first use */
+  float *rtmp;           /* feat_rows' buffers for rows read through HDF5, kept from call to call */
+  void *rraw;            /* (and for the stored elements HDF5 does not convert) */
+  int64_t rtmp_n, rraw_bytes;
 } probe_run;
 
 /* ---- layout (probe_layout.c) ----------------------------------------------------------------- */
@@ -166,6 +169,7 @@ typedef struct rowset {
   int32_t *y;
   int64_t *row;   /* input row of each local position */
   float *buf;     /* owned rows (not mapped) */
+  int64_t cap;    /* floats buf holds (kept from segment to segment) */
   void *dev;      /* rows uploaded to the backend */
 } rowset;
 
