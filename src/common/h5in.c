@@ -147,7 +147,12 @@ int rd_h5_shape(hid_t f, const char *group, const char *name, int64_t dims[4], s
   if (nd < 0 || nd > 4 || H5Sget_simple_extent_dims(s, hd, NULL) < 0) nd = -1;
   for (int i = 0; i < nd; i++) dims[i] = (int64_t)hd[i];
   if (esize) *esize = t >= 0 ? H5Tget_size(t) : 0;
-  if (plain) *plain = dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CONTIGUOUS && H5Pget_nfilters(dcpl) == 0;
+  if (plain) {  /* unfiltered, and contiguous or (2-D) in chunks of whole rows */
+    hsize_t ch[2] = {0, 0};
+    H5D_layout_t lay = dcpl >= 0 ? H5Pget_layout(dcpl) : H5D_LAYOUT_ERROR;
+    *plain = dcpl >= 0 && H5Pget_nfilters(dcpl) == 0 &&
+             (lay == H5D_CONTIGUOUS || (lay == H5D_CHUNKED && nd == 2 && H5Pget_chunk(dcpl, 2, ch) == 2 && ch[1] == hd[1]));
+  }
   if (dcpl >= 0) H5Pclose(dcpl);
   if (t >= 0) H5Tclose(t);
   if (s >= 0) H5Sclose(s);
@@ -684,6 +689,43 @@ int rd_h5_contig_offset(hid_t f, const rd_dsinfo *info, hid_t memtype, int64_t *
   H5Dclose(d);
   if (ok) *offset = (int64_t)addr;
   return ok;
+}
+
+int64_t rd_h5_chunk_rows(hid_t f, const rd_dsinfo *info, hid_t memtype) {
+  const char *off = getenv("RMDIAG_NO_MMAP");
+  if ((off && strcmp(off, "0") != 0) || info->ndims != 2 || info->dims[0] < 1 || info->dims[1] < 1) return 0;
+  hid_t d = H5Dopen2(f, info->path, H5P_DEFAULT);
+  if (d < 0) return 0;
+  hid_t dcpl = H5Dget_create_plist(d), ft = H5Dget_type(d), fcpl = H5Fget_create_plist(f), fs = H5Dget_space(d);
+  hsize_t chunk[2] = {0, 0}, ub = 1, n = 0;
+  /* chunks of whole rows, nothing between the file and the values, every chunk written (an unwritten
+   * chunk reads as the fill value, which only HDF5 supplies), addresses that are file offsets */
+  int ok = dcpl >= 0 && ft >= 0 && fcpl >= 0 && same_file(f, d) && H5Pget_layout(dcpl) == H5D_CHUNKED &&
+           H5Pget_nfilters(dcpl) == 0 && H5Pget_external_count(dcpl) == 0 && H5Tequal(ft, memtype) > 0 &&
+           H5Pget_chunk(dcpl, 2, chunk) == 2 && chunk[0] >= 1 && (int64_t)chunk[1] == info->dims[1] &&
+           H5Pget_userblock(fcpl, &ub) >= 0 && ub == 0 && fs >= 0 && H5Dget_num_chunks(d, fs, &n) >= 0 &&
+           (int64_t)n == (info->dims[0] + (int64_t)chunk[0] - 1) / (int64_t)chunk[0];
+  if (fs >= 0) H5Sclose(fs);
+  if (fcpl >= 0) H5Pclose(fcpl);
+  if (ft >= 0) H5Tclose(ft);
+  if (dcpl >= 0) H5Pclose(dcpl);
+  H5Dclose(d);
+  return ok ? (int64_t)chunk[0] : 0;
+}
+
+int rd_h5_chunk_offsets(hid_t f, const char *path, int64_t rows_per_chunk, int64_t n, int64_t *offset) {
+  hid_t d = H5Dopen2(f, path, H5P_DEFAULT);
+  if (d < 0) return -1;
+  int rc = 0;
+  for (int64_t c = 0; c < n && rc == 0; c++) {
+    hsize_t at[2] = {(hsize_t)(c * rows_per_chunk), 0}, size = 0;
+    haddr_t addr = HADDR_UNDEF;
+    unsigned mask = 0;
+    if (H5Dget_chunk_info_by_coord(d, at, &mask, &addr, &size) < 0 || addr == HADDR_UNDEF || mask != 0) rc = -1;
+    else offset[c] = (int64_t)addr;
+  }
+  H5Dclose(d);
+  return rc;
 }
 
 const void *rd_map_rows(const char *file, int64_t offset, int64_t row_bytes, int64_t row0, int64_t nrows, rd_h5_map *m) {

@@ -43,7 +43,8 @@ int rd_h5_exists(hid_t f, const char *path);
 /* The shape of dataset `name` under `group` without the checks of rd_h5_info, for what only needs
  * sizes once the layout was checked (the planner's estimates): the number of dimensions (dims gets
  * up to 4), or -1 when it cannot be opened. *esize: bytes per element in the file; *plain: stored
- * contiguous and unfiltered (either may be NULL). */
+ * unfiltered, contiguous or (2-D) in chunks of whole rows, so that it can be mapped (either may be
+ * NULL). */
 int rd_h5_shape(hid_t f, const char *group, const char *name, int64_t dims[4], size_t *esize, int *plain);
 
 /* Describes dataset `path`; a missing one is an RD_EINPUT error naming `file` and `path`, and so is
@@ -91,6 +92,12 @@ typedef struct rd_h5_map {
 int rd_h5_contig_offset(hid_t f, const rd_dsinfo *info, hid_t memtype, int64_t *offset);
 const void *rd_map_rows(const char *file, int64_t offset, int64_t row_bytes, int64_t row0, int64_t nrows, rd_h5_map *m);
 void rd_h5_unmap(rd_h5_map *m);
+/* The same for a 2-D dataset stored in chunks of whole rows: unfiltered, every chunk written, in the
+ * memory's type, in a file without a user block. rd_h5_chunk_rows gives the rows per chunk (0 when
+ * the dataset does not qualify or RMDIAG_NO_MMAP is set); rd_h5_chunk_offsets the file offset of
+ * each of its n chunks (chunk c holds rows c*rows_per_chunk ...): 0, or -1 when one is missing. */
+int64_t rd_h5_chunk_rows(hid_t f, const rd_dsinfo *info, hid_t memtype);
+int rd_h5_chunk_offsets(hid_t f, const char *path, int64_t rows_per_chunk, int64_t n, int64_t *offset);
 
 /* A whole 1-D numeric dataset widened to double (integers converted exactly up to 2^53). */
 int rd_h5_read_numeric(hid_t f, const char *file, const rd_dsinfo *info, double *out, rd_status *st);

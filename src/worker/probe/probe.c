@@ -4,6 +4,7 @@
  * value checks, training over groups of ranks, centroids and inference, the report on rank 0); the
  * steps live beside it (probe_internal.h). */
 #include <cblas.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,6 +66,16 @@ static int run_phases(probe_run *R, grid_result **res, infer_result **ir, rd_sta
   const char *name = R->job->name;
   if (probe_prepare(R, st) != RD_OK) return st->code;
   rd_timing_mark(ctx->rank, name, "layout+labels");
+  /* how the features are reached (a mark of its own, right after: it takes no time) */
+  int mapped = 0, nds = R->n_pt + R->n_models, used = 0;
+  for (int k = 0; k < nds; k++) {
+    const feat_src *X = k < R->n_pt ? &R->pt[k].X : &R->infer[k - R->n_pt];
+    used += X->N > 0;
+    mapped += X->N > 0 && X->base != NULL;
+  }
+  char what[96];
+  snprintf(what, sizeof what, "features: %d of %d mapped", mapped, used);
+  rd_timing_mark(ctx->rank, name, what);
   if (probe_scan_values(R, st) != RD_OK) return st->code;
   rd_timing_mark(ctx->rank, name, "value scan");
   if (probe_train_all(R, res, st) != RD_OK) return st->code;

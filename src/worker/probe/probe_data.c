@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "probe_internal.h"
@@ -20,13 +21,37 @@
 
 /* ---- mappings -------------------------------------------------------------------------------- */
 
+/* A chunked X: each chunk's offset in the file (chunk_at, relative to the first), and the span of the
+ * file that holds them all in start and len; 1 when every chunk is there and float-aligned. */
+static int chunk_span(probe_run *R, feat_src *X, int64_t *start, int64_t *len) {
+  int64_t n = (X->N + X->chunk_rows - 1) / X->chunk_rows, bytes = X->chunk_rows * X->d * (int64_t)sizeof(float);
+  rd_status st;
+  rd_status_init(&st);
+  if (R->h5 < 0 && rd_h5_open(R->job->input, MPI_COMM_NULL, &R->h5, &st) != RD_OK) return 0;
+  X->chunk_at = malloc(sizeof(int64_t) * (size_t)n);
+  if (!X->chunk_at || rd_h5_chunk_offsets(R->h5, X->path, X->chunk_rows, n, X->chunk_at) != 0) return 0;
+  int64_t lo = INT64_MAX, hi = 0;
+  for (int64_t c = 0; c < n; c++) {
+    if (X->chunk_at[c] < 0 || X->chunk_at[c] % (int64_t)sizeof(float) != 0) return 0;
+    if (X->chunk_at[c] < lo) lo = X->chunk_at[c];
+    if (X->chunk_at[c] + bytes > hi) hi = X->chunk_at[c] + bytes;
+  }
+  struct stat sb;
+  if (stat(R->job->input, &sb) != 0 || hi > (int64_t)sb.st_size) return 0;
+  for (int64_t c = 0; c < n; c++) X->chunk_at[c] = (X->chunk_at[c] - lo) / (int64_t)sizeof(float);
+  *start = lo;
+  *len = hi - lo;
+  return 1;
+}
+
 /* Maps X read-only (without touching its pages); 1 on success. */
-static int feat_try_map(const probe_run *R, feat_src *X) {
+static int feat_try_map(probe_run *R, feat_src *X) {
   if (X->map_offset < 0 || X->N == 0) return 0;
+  int64_t start = X->map_offset, len = X->N * X->d * (int64_t)sizeof(float);
+  if (X->chunk_rows > 0 && !chunk_span(R, X, &start, &len)) return 0;
   int fd = open(R->job->input, O_RDONLY);
   if (fd < 0) return 0;
   long page = sysconf(_SC_PAGESIZE);
-  int64_t start = X->map_offset, len = X->N * X->d * (int64_t)sizeof(float);
   int64_t aligned = start / page * page;
   void *p = mmap(NULL, (size_t)(len + (start - aligned)), PROT_READ, MAP_SHARED, fd, (off_t)aligned);
   close(fd);
@@ -55,6 +80,9 @@ void probe_map_features(probe_run *R) {
     feat_src *X = k < R->n_pt ? &R->pt[k].X : &R->infer[k - R->n_pt];
     if (all[k]) continue;
     if (X->map_base) munmap(X->map_base, X->map_len);
+    free(X->chunk_at);
+    X->chunk_at = NULL;
+    X->chunk_rows = 0;
     X->map_base = NULL;
     X->map_len = 0;
     X->base = NULL;
@@ -139,7 +167,7 @@ int feat_rows(probe_run *R, feat_src *X, const int64_t *idx, int64_t n, float *b
   int64_t d = X->d;
   if (n == 0) return RD_OK;
   if (feat_mapped(R, X)) {
-    for (int64_t i = 0; i < n; i++) ptrs[i] = X->base + idx[i] * d;
+    for (int64_t i = 0; i < n; i++) ptrs[i] = feat_row(X, idx[i]);
     return RD_OK;
   }
   /* sorted requests, read in ranges (gaps of up to 32 rows are read through), in pieces; the piece
@@ -329,7 +357,7 @@ int rowset_load(probe_run *R, feat_src *X, rowset *s, int64_t lo, int64_t hi, in
   }
   if (gk && feat_mapped(R, X)) {
     for (int64_t i = 0; i < n; i++) {
-      memcpy(s->buf + i * d, X->base + s->row[lo + i] * d, sizeof(float) * (size_t)d);
+      memcpy(s->buf + i * d, feat_row(X, s->row[lo + i]), sizeof(float) * (size_t)d);
       s->ptr[lo + i] = s->buf + i * d;
     }
   } else {
@@ -369,9 +397,12 @@ void probe_data_free(probe_run *R) {
     free(p->te);
     free(p->train_count);
     if (p->X.map_base) munmap(p->X.map_base, p->X.map_len);
+    free(p->X.chunk_at);
   }
-  for (int m = 0; R->infer && m < R->n_models; m++)
+  for (int m = 0; R->infer && m < R->n_models; m++) {
     if (R->infer[m].map_base) munmap(R->infer[m].map_base, R->infer[m].map_len);
+    free(R->infer[m].chunk_at);
+  }
   if (R->h5 >= 0) rd_h5_close(R->h5);
   R->h5 = H5I_INVALID_HID;
   free(R->rtmp);

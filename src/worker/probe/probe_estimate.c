@@ -40,7 +40,8 @@
 #define LBFGS_EVALS 40
 
 /* The features of one dataset: rows, columns, and whether HDF5 must convert or decompress them (not
- * contiguous float32, so not mapped). 0, or -1 when the dataset cannot be opened. */
+ * float32 stored contiguous or in chunks of whole rows, unfiltered; so not mapped). 0, or -1 when the
+ * dataset cannot be opened. */
 typedef struct feat_shape {
   double N, d;
   int read;

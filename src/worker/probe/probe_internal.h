@@ -82,15 +82,23 @@ typedef struct feat_src {
   char path[512];
   int64_t N, d;
   int etype;
-  int64_t map_offset;   /* file offset of a mapped dataset (agreed by all ranks), else -1 */
+  int64_t map_offset;   /* file offset of a mapped dataset (agreed by all ranks), else -1; 0 when mapped
+                         * chunk by chunk */
+  int64_t chunk_rows;   /* > 0: stored in chunks of this many whole rows, mapped chunk by chunk */
   int64_t key_base;     /* ordering key of element [0, 0]: datasets in a fixed order (each (model,
                          * task) in job order, then each model's inference rows), elements row-major */
   /* per rank: the mapping (probe_prepare), and whether the rank has used it yet */
   const float *base;
+  int64_t *chunk_at;    /* chunked: each chunk's first element, counted in floats from base */
   void *map_base;
   size_t map_len;
   int touched;
 } feat_src;
+
+/* Row r of a mapped dataset. */
+static inline const float *feat_row(const feat_src *X, int64_t r) {
+  return X->chunk_rows > 0 ? X->base + X->chunk_at[r / X->chunk_rows] + (r % X->chunk_rows) * X->d : X->base + r * X->d;
+}
 
 /* One (model, task): the rows it uses and how they are split. */
 typedef struct ptask {

@@ -75,6 +75,7 @@ static void share_tasks(probe_run *R) {
     p->tr = p->va = p->te = NULL;
     p->train_count = NULL;
     p->X.base = NULL;
+    p->X.chunk_at = NULL;
     p->X.map_base = NULL;
     p->X.map_len = 0;
     p->X.touched = 0;
@@ -84,6 +85,7 @@ static void share_tasks(probe_run *R) {
   rd_bcast_bytes(ctx, R->infer, sizeof(feat_src) * (size_t)R->n_models, 0);
   for (int m = 0; m < R->n_models; m++) {
     R->infer[m].base = NULL;
+    R->infer[m].chunk_at = NULL;
     R->infer[m].map_base = NULL;
     R->infer[m].map_len = 0;
     R->infer[m].touched = 0;

@@ -94,6 +94,9 @@ static int feat_from_info(hid_t f, const char *file, const rd_dsinfo *info, feat
      * offset that keeps the floats aligned (HDF5 may place data at any byte; such data is read) */
     rd_h5_contig_offset(f, info, H5T_NATIVE_FLOAT, &X->map_offset);
     if (X->map_offset % (int64_t)sizeof(float) != 0) X->map_offset = -1;
+    /* or chunked in whole rows, unfiltered (as a program appending rows batch by batch writes them):
+     * each rank then maps the file and finds each chunk's offset itself */
+    if (X->map_offset < 0 && (X->chunk_rows = rd_h5_chunk_rows(f, info, H5T_NATIVE_FLOAT)) > 0) X->map_offset = 0;
   }
   return RD_OK;
 }

@@ -1,0 +1,73 @@
+"""Features stored in chunks of whole rows, unfiltered (as a program appending rows batch by batch
+writes them), are mapped from the file chunk by chunk instead of read through HDF5, as contiguous
+features are. Chunks that split rows, compressed chunks and RMDIAG_NO_MMAP=1 keep the read path. Which path a dataset takes changes how rows are reached, never
+the bytes: the same job on the chunked file (plain process and 3 ranks), on the same values stored
+contiguous, and with mapping turned off gives the same result and the same output datasets, under a
+memory budget small enough that read rows are streamed in segments."""
+import os
+
+from rdtest import *
+
+d = scratch("probe_chunk_map")
+rng = np.random.default_rng(21)
+N, D = 2600, 600  # 6.2 MB of float32 per task: more than the 1 MB budget below
+
+
+def task_data(C=3):
+    lab = rng.integers(0, C, N).astype(np.int32)
+    X = (rng.normal(0, 1, (N, D)) + rng.normal(0, 0.8, (C, D))[lab]).astype(np.float32)
+    return X, lab, rng.choice(3, N, p=[0.7, 0.15, 0.15]).astype(np.uint8)
+
+
+data = {t: task_data() for t in ("t", "u", "v")}
+infer = rng.normal(0, 1.1, (300, D)).astype(np.float32)
+
+for name, chunked in (("chunk.h5", True), ("contig.h5", False)):
+    with h5py.File(os.path.join(d, name), "w") as f:
+        for t, (X, lab, split) in data.items():
+            if not chunked:
+                f[f"probe/{t}/X"] = X
+            elif t == "t":    # whole rows, 64 a chunk: mapped
+                f.create_dataset("probe/t/X", data=X, chunks=(64, D))
+            elif t == "u":    # chunks that split rows: read
+                f.create_dataset("probe/u/X", data=X, chunks=(50, 100))
+            else:             # whole rows, compressed: read
+                f.create_dataset("probe/v/X", data=X, chunks=(64, D), compression="gzip", compression_opts=1)
+            f[f"probe/{t}/label"] = lab
+            f[f"probe/{t}/split"] = split
+        f["probe/infer/X"] = infer
+
+job = {"name": "layout", "kind": "probe", "tasks": {t: {"classes": [[0], [1], [2]]} for t in data},
+       "lr_grid": [1e-2, 1e-3], "max_memory_mb": 1, "kmeans": {"k_per_class": 2}}
+
+
+def outputs(folder):
+    rep = load_report(os.path.join(d, folder, "layout.json"))
+    got = {}
+    with h5py.File(os.path.join(d, folder, "layout.h5"), "r") as f:
+        f.visititems(lambda k, v: got.__setitem__(k, v[...].tobytes()) if isinstance(v, h5py.Dataset) else None)
+    return json.dumps(rep["result"], sort_keys=True), got
+
+
+runs = {}
+for label, inp, ranks, env, mapped in (("chunked", "chunk.h5", 0, {}, "2 of 4"),
+                                       ("chunked, 3 ranks", "chunk.h5", 3, {}, "2 of 4"),
+                                       ("contiguous", "contig.h5", 0, {}, "4 of 4"),
+                                       ("chunked, RMDIAG_NO_MMAP=1", "chunk.h5", 0, {"RMDIAG_NO_MMAP": "1"}, "0 of 4")):
+    folder = "out_" + "".join(c for c in label if c.isalnum())
+    jp = write_job(os.path.join(d, folder + ".json"), [dict(job, input=inp)], output_dir=folder, seed=4)
+    code, _, err = run(["run", jp, "--quiet"], ranks=ranks, env=dict(env, RMDIAG_TIMING="1"))
+    check(code == 0, f"{label}: exit {code} ({err[-300:]})")
+    check(f"features: {mapped} mapped" in err, f"{label}: {mapped} feature datasets mapped "
+          f"({[l for l in err.splitlines() if 'features:' in l]})")
+    if code == 0:
+        runs[label] = outputs(folder)
+
+ref = runs.get("chunked")
+for label, got in runs.items():
+    if label == "chunked":
+        continue
+    check(got[0] == ref[0], f"{label}: the result is the chunked file's, mapped")
+    check(got[1] == ref[1], f"{label}: every output dataset is the chunked file's, byte for byte")
+check(len(ref[1]) > 5 if ref else False, f"the output has its datasets ({sorted(ref[1]) if ref else None})")
+done()
