@@ -39,8 +39,9 @@ typedef struct rd_kind {
    * written, so a bad input found later cannot leave earlier outputs behind, and by `validate`. */
   int (*check)(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd_status *st);
   /* Optional, rank 0 after `validate`: the job's estimated cost for planning (fills what it
-   * knows; the default comes from the input file's size). May read the input's layout. */
-  void (*estimate)(const rd_job *job, rd_job_cost *cost);
+   * knows; the default comes from the input file's size), from the input `f` (opened serially by
+   * the caller, which keeps the default when it cannot be opened). May read the input's layout. */
+  void (*estimate)(hid_t f, const rd_job *job, rd_job_cost *cost);
   /* Collective: computes the report. On rank 0 fills out->result and writes datasets to out->h5. */
   int (*run)(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd_run_out *out, rd_status *st);
   /* The headline numbers of a report, summarized across the seeds of a sweep: paths into the

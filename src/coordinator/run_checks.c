@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "rmdiag/common/h5in.h"
 #include "rmdiag/kind.h"
 #include "run_internal.h"
 
@@ -142,7 +143,13 @@ int run_check_jobs(const rd_ctx *ctx, rd_jobfile *jf, const rd_run_flags *fl, jo
     /* the plan's estimate of the job's cost (rank 0, the layout known to be right) */
     if (ctx->rank == 0) {
       plans[i].cost = rd_cost_default(plans[i].in.bytes);
-      if (job->kind->estimate) job->kind->estimate(job, &plans[i].cost);
+      hid_t f;
+      rd_status est;  /* an input that cannot be opened for this keeps the default */
+      rd_status_init(&est);
+      if (job->kind->estimate && rd_h5_open(job->input, MPI_COMM_NULL, &f, &est) == RD_OK) {
+        job->kind->estimate(f, job, &plans[i].cost);
+        rd_h5_close(f);
+      }
     }
   }
   if (fl->validate_only) return RD_OK;

@@ -33,12 +33,8 @@
 /* a rank should have at least about 10 ms of work, or the collectives cost more than it saves */
 #define MIN_RANK_S 0.01
 
-void bench_estimate(const rd_job *job, rd_job_cost *cost) {
+void bench_estimate(hid_t f, const rd_job *job, rd_job_cost *cost) {
   const bench_opts *o = job->opts;
-  hid_t f;
-  rd_status st;
-  rd_status_init(&st);
-  if (rd_h5_open(job->input, MPI_COMM_NULL, &f, &st) != RD_OK) return;  /* keep the default */
   /* the shapes alone (validate checked the layout): models; items and completions unless the input
    * holds per-subset accuracies */
   int64_t dm[4], di[4], dc[4];
@@ -61,5 +57,4 @@ void bench_estimate(const rd_job *job, rd_job_cost *cost) {
     double m = fmax(1.0, fmin(units, floor(parallel / MIN_RANK_S)));
     cost->max_ranks = m > 1 << 20 ? 1 << 20 : (int)m;
   }
-  rd_h5_close(f);
 }

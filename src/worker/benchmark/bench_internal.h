@@ -151,7 +151,7 @@ int bench_read_ties(hid_t f, const rd_job *job, const rd_dsinfo *ids, bench_plan
 int bench_prepare(hid_t f, const rd_job *job, bench_plan *p, bench_root *r, rd_status *st);
 int bench_validate(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd_status *st);
 /* The planner's estimate of the job (rank 0, after validate; bench_estimate.c). */
-void bench_estimate(const rd_job *job, rd_job_cost *cost);
+void bench_estimate(hid_t f, const rd_job *job, rd_job_cost *cost);
 /* Every rank gets the plan from rank 0. */
 void bench_plan_share(const rd_ctx *ctx, bench_plan *p);
 

@@ -59,12 +59,10 @@ static double users_estimate(hid_t f, const rd_job *job, const cm_layout *L) {
   return 0.5 * (lo + hi);
 }
 
-void cm_estimate(const rd_job *job, rd_job_cost *cost) {
+void cm_estimate(hid_t f, const rd_job *job, rd_job_cost *cost) {
   const cm_opts *o = job->opts;
-  hid_t f;
   rd_status st;
   rd_status_init(&st);
-  if (rd_h5_open(job->input, MPI_COMM_NULL, &f, &st) != RD_OK) return;  /* keep the default */
   cm_layout L;
   memset(&L, 0, sizeof L);
   if (cm_check_layout(f, job, &L, &st) == RD_OK) {
@@ -81,5 +79,4 @@ void cm_estimate(const rd_job *job, rd_job_cost *cost) {
     cost->max_ranks = m > 1 << 20 ? 1 << 20 : (int)m;
   }
   free(L.cov);
-  rd_h5_close(f);
 }

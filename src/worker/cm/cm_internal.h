@@ -66,7 +66,7 @@ int cm_validate(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd_s
 /* Finds which of the [P, R] datasets can be mapped straight from the file (rank 0). */
 void cm_layout_offsets(hid_t f, cm_layout *L);
 /* The planner's estimate of the job (rank 0, after validate; cm_estimate.c). */
-void cm_estimate(const rd_job *job, rd_job_cost *cost);
+void cm_estimate(hid_t f, const rd_job *job, rd_job_cost *cost);
 
 /* ---- string categories (cm_categories.c) and ids for messages (cm_ids.c) ---- */
 

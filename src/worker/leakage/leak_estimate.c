@@ -37,12 +37,8 @@ static double rows_of(hid_t f, const rd_job *job, const char *name) {
   return rd_h5_shape(f, job->group, name, dims, NULL, NULL) >= 1 ? (double)dims[0] : -1.0;
 }
 
-void leak_estimate(const rd_job *job, rd_job_cost *cost) {
+void leak_estimate(hid_t f, const rd_job *job, rd_job_cost *cost) {
   const leak_opts *o = job->opts;
-  hid_t f;
-  rd_status st;
-  rd_status_init(&st);
-  if (rd_h5_open(job->input, MPI_COMM_NULL, &f, &st) != RD_OK) return;  /* keep the default */
   /* the shapes alone (validate checked the layout) */
   double Q = rows_of(f, job, "model"), T = rows_of(f, job, "truth_series");
   if (Q >= 0 && T >= 0) {
@@ -63,5 +59,4 @@ void leak_estimate(const rd_job *job, rd_job_cost *cost) {
     double m = fmax(1.0, floor(parallel / MIN_RANK_S));
     cost->max_ranks = m > 1 << 20 ? 1 << 20 : (int)m;
   }
-  rd_h5_close(f);
 }

@@ -67,7 +67,7 @@ typedef struct leak_layout {
 int leak_check_layout(hid_t f, const rd_job *job, leak_layout *L, rd_status *st);
 int leak_validate(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd_status *st);
 /* The planner's estimate of the job (rank 0, after validate; leak_estimate.c). */
-void leak_estimate(const rd_job *job, rd_job_cost *cost);
+void leak_estimate(hid_t f, const rd_job *job, rd_job_cost *cost);
 
 /* ---- the input, read and checked on rank 0 and broadcast (leak_read.c) ---- */
 

@@ -56,12 +56,8 @@ static int feat_shape_of(hid_t f, const char *group, const char *name, feat_shap
   return 0;
 }
 
-void probe_estimate(const rd_job *job, rd_job_cost *cost) {
+void probe_estimate(hid_t f, const rd_job *job, rd_job_cost *cost) {
   const probe_opts *o = job->opts;
-  hid_t f;
-  rd_status st;
-  rd_status_init(&st);
-  if (rd_h5_open(job->input, MPI_COMM_NULL, &f, &st) != RD_OK) return;  /* keep the default */
   int lb = o->mode == PROBE_LBFGS, n_models = o->n_models ? o->n_models : 1, ok = 1;
   double S = lb ? 1.0 : (double)o->n_seeds, NG = (double)o->n_grid, kpc = o->kmeans ? (double)o->k_per_class : 0.0;
   double evals = fmin((double)o->max_iter + 1.0, LBFGS_EVALS);
@@ -114,5 +110,4 @@ void probe_estimate(const rd_job *job, rd_job_cost *cost) {
     double mr = fmax(1.0, fmin(configs * RD_PROBE_UNITS, floor(parallel / MIN_RANK_S)));
     cost->max_ranks = mr > 1 << 20 ? 1 << 20 : (int)mr;
   }
-  rd_h5_close(f);
 }

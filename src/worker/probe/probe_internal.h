@@ -139,7 +139,7 @@ typedef struct probe_run {
  * paths and feature sources and R->infer; runs on any one rank with the file open. */
 int probe_check_layout(hid_t f, const rd_job *job, const probe_opts *o, probe_run *R, rd_status *st);
 /* The planner's estimate of the job (rank 0, after validate; probe_estimate.c). */
-void probe_estimate(const rd_job *job, rd_job_cost *cost);
+void probe_estimate(hid_t f, const rd_job *job, rd_job_cost *cost);
 /* The reward-model groups under `group` holding a task group `task`, as "\"A\", \"B\"" in out (returns
  * how many): the hint for a job that forgot "models" (probe_init.c). */
 int probe_groups_with_task(hid_t f, const char *group, const char *task, char *out, size_t n);
