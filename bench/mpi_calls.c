@@ -81,6 +81,13 @@ int MPI_Reduce(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, i
   COUNT(F_REDUCE, tsize(t, count), PMPI_Reduce(sb, rb, count, t, op, root, comm));
 }
 
+/* The elements of a per-rank count array (the v-collectives' root side). */
+static long long count_sum(const int c[], MPI_Comm comm) {
+  long long n = 0;
+  for (int r = 0, s = size_of(comm); r < s; r++) n += c[r];
+  return n;
+}
+
 int MPI_Gather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root, MPI_Comm comm) {
   long long b = rank_of(comm) == root ? tsize(rt, (long long)rc * size_of(comm)) : tsize(st, sc);
   COUNT(F_GATHER, b, PMPI_Gather(sb, sc, st, rb, rc, rt, root, comm));
@@ -88,12 +95,7 @@ int MPI_Gather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Da
 
 int MPI_Gatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rc[], const int displs[],
                 MPI_Datatype rt, int root, MPI_Comm comm) {
-  long long b = tsize(st, sc);
-  if (rank_of(comm) == root) {
-    long long n = 0;
-    for (int r = 0, s = size_of(comm); r < s; r++) n += rc[r];
-    b = tsize(rt, n);
-  }
+  long long b = rank_of(comm) == root ? tsize(rt, count_sum(rc, comm)) : tsize(st, sc);
   COUNT(F_GATHERV, b, PMPI_Gatherv(sb, sc, st, rb, rc, displs, rt, root, comm));
 }
 
@@ -103,19 +105,12 @@ int MPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI
 
 int MPI_Allgatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rc[], const int displs[],
                    MPI_Datatype rt, MPI_Comm comm) {
-  long long n = 0;
-  for (int r = 0, s = size_of(comm); r < s; r++) n += rc[r];
-  COUNT(F_ALLGATHERV, tsize(rt, n), PMPI_Allgatherv(sb, sc, st, rb, rc, displs, rt, comm));
+  COUNT(F_ALLGATHERV, tsize(rt, count_sum(rc, comm)), PMPI_Allgatherv(sb, sc, st, rb, rc, displs, rt, comm));
 }
 
 int MPI_Scatterv(const void *sb, const int sc[], const int displs[], MPI_Datatype st, void *rb, int rc,
                  MPI_Datatype rt, int root, MPI_Comm comm) {
-  long long b = tsize(rt, rc);
-  if (rank_of(comm) == root) {
-    long long n = 0;
-    for (int r = 0, s = size_of(comm); r < s; r++) n += sc[r];
-    b = tsize(st, n);
-  }
+  long long b = rank_of(comm) == root ? tsize(st, count_sum(sc, comm)) : tsize(rt, rc);
   COUNT(F_SCATTERV, b, PMPI_Scatterv(sb, sc, displs, st, rb, rc, rt, root, comm));
 }
 
