@@ -15,12 +15,12 @@ usage: bench/bench_benchmark_full.py [--reps 3] [--models 500] [--items 5000] [-
 Looked at: rmdiag against the peer, 2 ranks against 1, memory per rank."""
 import importlib.util
 import os
-import sys
 
 import h5py
 import numpy as np
 
-from benchlib import full_job, full_table, options, phase_table, rank_rows, rounds, scratch, speedup_line
+from benchlib import (KEEP_INPUT, full_job, full_table, options, peers_or_skip, phase_table, rank_rows, rounds, scratch,
+                      speedup_line)
 
 
 def extra(ap):
@@ -28,15 +28,10 @@ def extra(ap):
     ap.add_argument("--items", type=int, default=5000)
     ap.add_argument("--bootstrap", type=int, default=1000)
     ap.add_argument("--compare", action="store_true", help="also compare every pair of models")
-    ap.add_argument("--keep", help="folder for the generated input (reused when present)")
-    ap.add_argument("--no-peer", action="store_true")
 
 
-a = options(__doc__, reps=3, extra=extra)
-peers = os.path.join(a.shared, "peers")
-if not os.path.isfile(os.path.join(peers, "gen_inputs.py")):
-    print(f"SKIP: {peers}/gen_inputs.py not found (the peers live in the shared folder)")
-    sys.exit(0)
+a = options(__doc__, reps=3, extra=extra, keep=KEEP_INPUT, no_peer=True)
+peers = peers_or_skip(a, "gen_inputs.py")
 tmp = scratch(a, "rmdiag-bench-benchmark-full-")
 inp = os.path.join(tmp, f"bench-{a.models}x{a.items}.h5")
 if not os.path.exists(inp):

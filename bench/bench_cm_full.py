@@ -22,11 +22,10 @@ import subprocess
 import sys
 import tempfile
 
-from benchlib import HERE, mpi_env, options
+from benchlib import HERE, KEEP_INPUT, mpi_env, options
 
 
 def extra(ap):
-    ap.add_argument("--keep", help="folder for the generated input (reused when present)")
     ap.add_argument("--bootstrap", type=int, default=0)
     ap.add_argument("--baseline", help="another rmdiag build to measure in the same run")
     ap.add_argument("--peer", action="store_true", help="also time the numpy peer")
@@ -35,7 +34,7 @@ def extra(ap):
     ap.add_argument("--users", type=int, default=40_000)
 
 
-a = options(__doc__, reps=5, extra=extra)
+a = options(__doc__, reps=5, extra=extra, keep=KEEP_INPUT)
 tmp = a.keep or tempfile.mkdtemp(prefix="rmdiag-bench-cm-full-")
 if not a.keep:
     import atexit

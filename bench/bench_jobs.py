@@ -30,7 +30,7 @@ import atexit
 import numpy as np
 import h5py
 
-from benchlib import compare_outputs, launch, load, measure, med, mpi_env, options, rank_stats
+from benchlib import compare_outputs, launch, load, measure, med, mpi_env, options, peers_or_skip, rank_stats
 
 
 def extra(ap):
@@ -38,16 +38,12 @@ def extra(ap):
     ap.add_argument("--each-reps", type=int, default=1,
                     help="repetitions of the peers as one process per job (slower still: about 100 s each)")
     ap.add_argument("--files", type=int, default=4, help="input files of each sort (distinct seeds)")
-    ap.add_argument("--keep", help="folder for the generated inputs (reused when present) and the outputs")
-    ap.add_argument("--no-peer", action="store_true")
 
 
-a = options(__doc__, reps=5, extra=extra)
-peers = os.path.join(a.shared, "peers")
-have_peers = not a.no_peer and os.path.isfile(os.path.join(peers, "gen_inputs.py"))
-if not os.path.isfile(os.path.join(peers, "gen_inputs.py")):
-    print(f"SKIP: {peers}/gen_inputs.py not found (the peers live in the shared folder)")
-    sys.exit(0)
+a = options(__doc__, reps=5, extra=extra, keep="folder for the generated inputs (reused when present) and the outputs",
+            no_peer=True)
+peers = peers_or_skip(a, "gen_inputs.py")
+have_peers = not a.no_peer
 tmp = a.keep or tempfile.mkdtemp(prefix="rmdiag-bench-jobs-")
 if not a.keep:
     atexit.register(shutil.rmtree, tmp, True)

@@ -14,22 +14,17 @@ usage: bench/bench_leakage_full.py [--reps 3] [--resamples 10000] [--keep DIR] [
 Goal (as bench_leakage.py): in-process >= 5x faster than the peer on 2 ranks; also 2 ranks against 1."""
 import os
 import subprocess
-import sys
 
-from benchlib import full_job, full_table, options, phase_table, rank_rows, rounds, scratch, speedup_line
+from benchlib import (KEEP_INPUT, full_job, full_table, options, peers_or_skip, phase_table, rank_rows, rounds, scratch,
+                      speedup_line)
 
 
 def extra(ap):
     ap.add_argument("--resamples", type=int, default=10000, help="bootstrap resamples and null draws")
-    ap.add_argument("--keep", help="folder for the generated input (reused when present)")
-    ap.add_argument("--no-peer", action="store_true")
 
 
-a = options(__doc__, reps=3, extra=extra)
-peers = os.path.join(a.shared, "peers")
-if not os.path.isfile(os.path.join(peers, "peer_leak.py")):
-    print(f"SKIP: {peers}/peer_leak.py not found (the peers live in the shared folder)")
-    sys.exit(0)
+a = options(__doc__, reps=3, extra=extra, keep=KEEP_INPUT, no_peer=True)
+peers = peers_or_skip(a, "peer_leak.py")
 tmp = scratch(a, "rmdiag-bench-leakage-full-")
 inp = os.path.join(tmp, "leak.h5")
 if not os.path.exists(inp):

@@ -31,7 +31,8 @@ import sys
 import h5py
 import numpy as np
 
-from benchlib import HERE, full_job, full_table, measure, options, phase_table, rank_rows, rounds, scratch, speedup_line
+from benchlib import (HERE, KEEP_INPUT, full_job, full_table, measure, options, phase_table, rank_rows, rounds, scratch,
+                      speedup_line)
 
 
 def extra(ap):
@@ -39,11 +40,9 @@ def extra(ap):
     ap.add_argument("--features", type=int, default=4096)
     ap.add_argument("--max-memory-mb", type=int, default=1024)
     ap.add_argument("--layout", choices=["chunked", "contiguous"], default="chunked")
-    ap.add_argument("--keep", help="folder for the generated input (reused when present)")
-    ap.add_argument("--no-peer", action="store_true")
 
 
-a = options(__doc__, reps=3, extra=extra)
+a = options(__doc__, reps=3, extra=extra, keep=KEEP_INPUT, no_peer=True)
 peers = os.path.join(a.shared, "peers")
 have_peer = not a.no_peer and os.path.isfile(os.path.join(peers, "peer_probe.py"))
 tmp = scratch(a, "rmdiag-bench-probe-full-")

@@ -15,14 +15,22 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def options(doc, reps=7, extra=None):
-    """Common options (--ranks, --reps, --shared, --rmdiag, --python) plus `extra(ap)`."""
+KEEP_INPUT = "folder for the generated input (reused when present)"
+
+
+def options(doc, reps=7, extra=None, keep=None, no_peer=False):
+    """Common options (--ranks, --reps, --shared, --rmdiag, --python) plus `extra(ap)`; with `keep` (its
+    help text) --keep DIR, with `no_peer` --no-peer."""
     ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("--ranks", type=int, default=2, help="MPI ranks for rmdiag (0: a plain process)")
     ap.add_argument("--reps", type=int, default=reps)
     ap.add_argument("--shared", default=os.path.join(HERE, "..", "..", "shared"))
     ap.add_argument("--rmdiag", default=os.path.join(HERE, "..", "build", "rmdiag"))
     ap.add_argument("--python", default="/usr/bin/python3")
+    if keep:
+        ap.add_argument("--keep", help=keep)
+    if no_peer:
+        ap.add_argument("--no-peer", action="store_true")
     if extra:
         extra(ap)
     return ap.parse_args()
