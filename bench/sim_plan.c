@@ -36,8 +36,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "rmdiag/common/progress.h"
 #include "rmdiag/plan.h"
 
 typedef struct jobs {
@@ -46,11 +46,6 @@ typedef struct jobs {
   int has_actual;
 } jobs;
 
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static int push(jobs *J, rd_job_cost e, rd_job_cost a) {
   if (J->n == J->cap) {
@@ -255,12 +250,12 @@ int main(int argc, char **argv) {
       return 2;
     }
     rd_plan plan;
-    double t0 = now();
+    double t0 = rd_now();
     if (rd_plan_make(J.est, run, J.n, (int)ranks, &plan) != 0) {
       fprintf(stderr, "out of memory planning\n");
       return 1;
     }
-    double plan_s = now() - t0;
+    double plan_s = rd_now() - t0;
     double *free_at = malloc(sizeof(double) * (size_t)plan.n_groups);
     char *active = malloc((size_t)plan.n_groups);
     char groups[256];
