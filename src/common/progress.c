@@ -68,10 +68,13 @@ void rd_timing_mark(int rank, const char *job, const char *phase) {
   static int enabled = -1;
   if (enabled < 0) {
     const char *e = getenv("RMDIAG_TIMING");
-    enabled = e && strcmp(e, "0") != 0;
+    enabled = !e || strcmp(e, "0") == 0 ? 0 : strcmp(e, "all") == 0 ? 2 : 1;
   }
-  if (!enabled || rank != 0) return;
+  if (!enabled || (enabled == 1 && rank != 0)) return;
   double t = rd_now();
-  if (last > 0.0 && phase) fprintf(stderr, "[timing] %s: %-24s %8.4f s\n", job, phase, t - last);
+  if (last > 0.0 && phase && enabled == 2)
+    fprintf(stderr, "[timing] rank %d %s: %-24s %8.4f s\n", rank, job, phase, t - last);
+  else if (last > 0.0 && phase)
+    fprintf(stderr, "[timing] %s: %-24s %8.4f s\n", job, phase, t - last);
   last = t;
 }

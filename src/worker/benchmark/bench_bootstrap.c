@@ -41,31 +41,43 @@ static void share_counts(int64_t n, int size, int64_t per, int *counts, int *dis
   }
 }
 
-/* The rank's replicates, replicate-major: local[(b - b0) * Q + q], in blocks of 64 (progress). */
-static int boot_replicates(const rd_ctx *ctx, const bench_eval *E, const boot_share *s, int64_t seed, const char *job,
-                           rd_progress *prog, double *local, rd_status *st) {
-  for (int64_t b = s->b0; b < s->b1 && st->code == RD_OK; b += 64) {
-    int64_t e = b + 64 < s->b1 ? b + 64 : s->b1;
-    if (bench_bootstrap_block(E, seed, job, b, e, local + (b - s->b0) * s->Q, st) == RD_OK && prog)
-      rd_progress_update(prog, e - s->b0);
-  }
-  return rd_agree(ctx, st);
-}
+/* Replicates computed per block, then moved into the rank's columns: 16 replicates of every
+ * quantity (16 Q doubles, cache-sized for a few hundred models) at a time. */
+#define BOOT_BLOCK 16
 
-/* Every replicate of the rank's quantities, quantity-major: cols[(q - q0) * B + b]. */
-static double *boot_columns(const rd_ctx *ctx, const boot_share *s, const double *local, rd_status *st) {
-  int size = ctx->size;
-  int64_t Q = s->Q, nb = s->nb, B = s->B;
+/* The rank's replicates, quantity-major: T[(q * nb) + (b - b0)], every quantity q < Q. Each block is
+ * computed replicate-major into a small buffer and moved into place eight quantities (one cache
+ * line of a replicate) at a time, so no array of all replicates in the other order is needed. */
+static double *boot_replicates(const rd_ctx *ctx, const bench_eval *E, const boot_share *s, int64_t seed,
+                               const char *job, rd_progress *prog, rd_status *st) {
+  int64_t Q = s->Q, nb = s->nb;
   /* large buffers on huge pages where the kernel allows (fewer fresh-page faults) */
   double *T = rd_malloc_big(sizeof(double) * (size_t)(nb * Q + 1), st, "bootstrap replicates");
-  if (!T) rd_abort(ctx, __FILE__, __LINE__, "out of memory for the bootstrap");
-  /* replicate-major to quantity-major, eight quantities (one cache line of a replicate) at a time;
-   * the block for rank s is then quantities [q0_s, q1_s) x my replicates, contiguous */
-  for (int64_t qa = 0; qa < Q; qa += 8) {
-    int64_t w = Q - qa < 8 ? Q - qa : 8;
-    for (int64_t b = 0; b < nb; b++)
-      for (int64_t j = 0; j < w; j++) T[(qa + j) * nb + b] = local[b * Q + qa + j];
+  double *blk = malloc(sizeof(double) * (size_t)(BOOT_BLOCK * Q + 1));
+  if (!T || !blk) rd_abort(ctx, __FILE__, __LINE__, "out of memory for the bootstrap");
+  for (int64_t b = s->b0; b < s->b1 && st->code == RD_OK; b += BOOT_BLOCK) {
+    int64_t e = b + BOOT_BLOCK < s->b1 ? b + BOOT_BLOCK : s->b1, w = e - b;
+    if (bench_bootstrap_block(E, seed, job, b, e, blk, st) != RD_OK) break;
+    for (int64_t qa = 0; qa < Q; qa += 8) {
+      int64_t qn = Q - qa < 8 ? Q - qa : 8;
+      for (int64_t i = 0; i < w; i++)
+        for (int64_t j = 0; j < qn; j++) T[(qa + j) * nb + (b - s->b0) + i] = blk[i * Q + qa + j];
+    }
+    if (prog) rd_progress_update(prog, e - s->b0);
   }
+  free(blk);
+  if (rd_agree(ctx, st) != RD_OK) {
+    free(T);
+    return NULL;
+  }
+  return T;
+}
+
+/* Every replicate of the rank's quantities, quantity-major: cols[(q - q0) * B + b], from the rank's
+ * replicates T (freed). */
+static double *boot_columns(const rd_ctx *ctx, const boot_share *s, double *T, rd_status *st) {
+  int size = ctx->size;
+  int64_t Q = s->Q, nb = s->nb, B = s->B;
   if (size == 1) return T;  /* one rank: the transposed replicates are the columns */
   double *cols = rd_malloc_big(sizeof(double) * (size_t)(s->nq * B + 1), st, "bootstrap replicates");
   int *sc = malloc(sizeof(int) * (size_t)size), *sd = malloc(sizeof(int) * (size_t)size);
@@ -201,14 +213,9 @@ int bench_bootstrap(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, 
   boot_share_init(ctx, d, o->bootstrap, &s);
   rd_progress prog;
   rd_progress_begin(&prog, ctx->quiet ? NULL : ctx->err, job->name, "bootstrap", s.nb);
-  double *local = rd_malloc_big(sizeof(double) * (size_t)(s.nb * s.Q + 1), st, "bootstrap replicates");
-  if (!local) rd_abort(ctx, __FILE__, __LINE__, "out of memory for the bootstrap");
-  if (boot_replicates(ctx, E, &s, jf->seed, job->name, &prog, local, st) != RD_OK) {
-    free(local);
-    return st->code;
-  }
-  double *cols = boot_columns(ctx, &s, local, st);
-  free(local);
+  double *T = boot_replicates(ctx, E, &s, jf->seed, job->name, &prog, st);
+  if (!T) return st->code;
+  double *cols = boot_columns(ctx, &s, T, st);
   double *rep = n_cmp > 0 ? boot_compared(ctx, &s, per_pair, cols) : NULL;
   boot_intervals(ctx, &s, cols, *ci);
   if (n_cmp > 0) boot_comparisons(ctx, &s, rep, per_pair, n_cmp, r->cmp_a, r->cmp_b, *cmp);

@@ -110,7 +110,9 @@ int bench_credits(const rd_ctx *ctx, const rd_job *job, const bench_plan *p, ben
                   double **credit, double **g, rd_status *st) {
   const bench_dims *d = &p->d;
   int64_t n = w->hi - w->lo, G = d->M * d->n_prompts * 4;
-  double *mine = malloc(sizeof(double) * (size_t)(n ? n : 1));
+  /* on huge pages where the kernel allows: fresh 4 KiB pages cost a fault each, and on some
+   * virtual machines a fault costs more than computing the credit */
+  double *mine = rd_malloc_big(sizeof(double) * (size_t)(n ? n : 1), st, "credits");
   *g = malloc(sizeof(double) * (size_t)(G ? G : 1));
   if (!mine || !*g) rd_abort(ctx, __FILE__, __LINE__, "out of memory for credits");
   rows_credits(ctx, p, w, mine, *g, st);
@@ -121,11 +123,15 @@ int bench_credits(const rd_ctx *ctx, const rd_job *job, const bench_plan *p, ben
   bench_rows_free(w);
   rd_timing_mark(ctx->rank, job->name, "credits");
 
-  /* in global order, everywhere when the bootstrap needs them */
-  if ((everyone || ctx->rank == 0) &&
+  /* in global order, everywhere when the bootstrap needs them; one rank's range is every credit
+   * in global order, handed over as it is */
+  if (ctx->size == 1) {
+    *credit = mine;
+    mine = NULL;
+  } else if ((everyone || ctx->rank == 0) &&
       !(*credit = rd_malloc_big(sizeof(double) * (size_t)(d->M * d->I), st, "credits")))
     rd_abort(ctx, __FILE__, __LINE__, "out of memory for credits");
-  gather_credits(ctx, d, mine, *credit, everyone);
+  if (mine) gather_credits(ctx, d, mine, *credit, everyone);
   if (G > 0) RD_MPI_CHECK(ctx, MPI_Allreduce(MPI_IN_PLACE, *g, (int)G, MPI_DOUBLE, MPI_MAX, ctx->comm));
   free(mine);
   rd_timing_mark(ctx->rank, job->name, "gather credits");
