@@ -264,7 +264,15 @@ int rd_run_tasks_pinned(const rd_ctx *ctx, int64_t n_tasks, const double *cost, 
   int *owner = malloc(sizeof(int) * (size_t)(n_tasks ? n_tasks : 1));
   if (!owner) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
   rd_assign_tasks_pinned(n_tasks, cost, pin, ctx->size, owner);
-  /* this rank's tasks, packed as [length, values...] in task order */
+  /* rank 0 keeps the results of its own tasks as they come (on one rank: every result, no copy);
+   * the other ranks pack theirs as [length, values...] in task order for the gather */
+  double **res = NULL;
+  int64_t *len = NULL;
+  if (ctx->rank == 0) {
+    res = calloc((size_t)(n_tasks ? n_tasks : 1), sizeof *res);
+    len = calloc((size_t)(n_tasks ? n_tasks : 1), sizeof *len);
+    if (!res || !len) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+  }
   double *pack = NULL;
   int64_t npack = 0, cap = 0;
   for (int64_t k = 0; k < n_tasks && st->code == RD_OK; k++) {
@@ -275,6 +283,12 @@ int rd_run_tasks_pinned(const rd_ctx *ctx, int64_t n_tasks, const double *cost, 
       free(out);
       break;
     }
+    if (ctx->rank == 0) {
+      if (!out && !(out = malloc(sizeof(double)))) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+      res[k] = out;
+      len[k] = n;
+      continue;
+    }
     if (npack + n + 1 > cap) {
       cap = 2 * (npack + n + 1) + 64;
       double *np = realloc(pack, sizeof(double) * (size_t)cap);
@@ -282,13 +296,15 @@ int rd_run_tasks_pinned(const rd_ctx *ctx, int64_t n_tasks, const double *cost, 
       pack = np;
     }
     pack[npack++] = (double)n;
-    for (int64_t i = 0; i < n; i++) pack[npack++] = out[i];
+    if (n > 0) memcpy(pack + npack, out, sizeof(double) * (size_t)n);
+    npack += n;
     free(out);
   }
   /* the ranks finish their tasks at different times (rank 0 may hold long pinned ones): wait
    * without taking a core from the ranks still working */
   rd_barrier_paced(ctx);
   if (rd_agree(ctx, st) != RD_OK) {
+    rd_free_task_results(res, len, n_tasks);
     free(pack);
     free(owner);
     return st->code;
@@ -315,17 +331,17 @@ int rd_run_tasks_pinned(const rd_ctx *ctx, int64_t n_tasks, const double *cost, 
   RD_MPI_CHECK(ctx, MPI_Gatherv(pack, mine, MPI_DOUBLE, all, counts, displs, MPI_DOUBLE, 0, ctx->comm));
   free(pack);
   if (ctx->rank == 0) {
-    double **res = calloc((size_t)(n_tasks ? n_tasks : 1), sizeof *res);
-    int64_t *len = calloc((size_t)(n_tasks ? n_tasks : 1), sizeof *len);
     int64_t *pos = malloc(sizeof(int64_t) * (size_t)ctx->size);
-    if (!res || !len || !pos) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+    if (!pos) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
     for (int r = 0; r < ctx->size; r++) pos[r] = displs[r];
     for (int64_t k = 0; k < n_tasks; k++) {
+      if (owner[k] == 0) continue;  /* kept as computed */
       int64_t *p = &pos[owner[k]];
       int64_t n = (int64_t)all[(*p)++];
       res[k] = malloc(sizeof(double) * (size_t)(n ? n : 1));
       if (!res[k]) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
-      for (int64_t i = 0; i < n; i++) res[k][i] = all[(*p)++];
+      memcpy(res[k], all + *p, sizeof(double) * (size_t)n);
+      *p += n;
       len[k] = n;
     }
     free(pos);

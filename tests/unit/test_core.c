@@ -21,6 +21,7 @@
 #include "rmdiag/kernels/scan.h"
 #include "rmdiag/kernels/sha256.h"
 #include "rmdiag/kernels/stats.h"
+#include "../../src/worker/leakage/leak_internal.h"
 
 static void test_sha256(void) {
   char hex[65];
@@ -541,8 +542,84 @@ static void test_recover(void) {
 #undef AT
 }
 
+/* ---- the leakage tables' sort of (key, row) pairs: the radix sort against qsort's order ---- */
+static void test_leak_sort(void) {
+  uint64_t x = 88172645463325252ull;
+  const int64_t sizes[] = {0, 1, 5, 255, 256, 1000, 70001};
+  for (size_t t = 0; t < sizeof sizes / sizeof sizes[0]; t++) {
+    for (int spread = 0; spread < 3; spread++) {
+      int64_t n = sizes[t];
+      leak_kv *a = malloc(sizeof(leak_kv) * (size_t)(n + 1)), *b = malloc(sizeof(leak_kv) * (size_t)(n + 1));
+      for (int64_t i = 0; i < n; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        /* few distinct keys (many ties), packed keys as the tables make, keys of either sign */
+        int64_t key = spread == 0 ? (int64_t)(x % 7) : spread == 1 ? (int64_t)((x % 54) << 24 | (x >> 20) % 480)
+                                                                   : (int64_t)x;
+        a[i] = b[i] = (leak_kv){key, i};
+      }
+      leak_sort_kv(a, n);
+      qsort(b, (size_t)n, sizeof *b, leak_kv_cmp);
+      CHECK(n == 0 || memcmp(a, b, sizeof(leak_kv) * (size_t)n) == 0, "leak_sort_kv: %lld pairs (keys %d) in qsort's order",
+            (long long)n, spread);
+      /* rows not in increasing order: the same order (the qsort fallback) */
+      for (int64_t i = 0; i < n; i++) a[i] = b[n - 1 - i];
+      leak_sort_kv(a, n);
+      CHECK(n == 0 || memcmp(a, b, sizeof(leak_kv) * (size_t)n) == 0, "leak_sort_kv: %lld pairs given reversed",
+            (long long)n);
+      free(a);
+      free(b);
+    }
+  }
+}
+
+/* ---- tasks over ranks: rank 0 keeps its own results, the others' arrive packed ---- */
+static int square_task(int64_t k, void *arg, double **out, int64_t *n, rd_status *st) {
+  (void)arg;
+  (void)st;
+  *n = k % 4;  /* task 0, 4, 8...: an empty result */
+  *out = *n ? malloc(sizeof(double) * (size_t)*n) : NULL;
+  for (int64_t i = 0; i < *n; i++) (*out)[i] = (double)(k * k) + (double)i;
+  return RD_OK;
+}
+
+static void test_run_tasks(void) {
+  rd_ctx ctx;
+  if (rd_ctx_init(&ctx, MPI_COMM_WORLD, NULL, NULL) != RD_OK) {
+    CHECK(0, "rd_ctx_init");
+    return;
+  }
+  const int64_t T = 23;
+  double cost[23];
+  for (int64_t k = 0; k < T; k++) cost[k] = (double)(k % 5 + 1);
+  double **res = NULL;
+  int64_t *len = NULL;
+  rd_status st;
+  rd_status_init(&st);
+  int rc = rd_run_tasks(&ctx, T, cost, square_task, NULL, &res, &len, &st);
+  CHECK(rc == RD_OK, "rd_run_tasks: %d tasks ran on %d ranks", (int)T, ctx.size);
+  int rank = ctx.rank;
+  rd_ctx_free(&ctx);
+  if (rank != 0) {
+    CHECK(res == NULL && len == NULL, "rd_run_tasks: results on rank 0 only");
+    return;
+  }
+  int ok = res && len;
+  for (int64_t k = 0; ok && k < T; k++) {
+    ok &= len[k] == k % 4 && res[k] != NULL;
+    for (int64_t i = 0; ok && i < len[k]; i++) ok &= res[k][i] == (double)(k * k) + (double)i;
+  }
+  CHECK(ok, "rd_run_tasks: every task's result, empty ones included, in place on rank 0");
+  rd_free_task_results(res, len, T);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
+  if (argc > 1 && strcmp(argv[1], "tasks") == 0) {  /* the part that runs on several ranks */
+    test_run_tasks();
+    int rc = t_finish("test_core tasks");
+    MPI_Finalize();
+    return rc;
+  }
   test_sha256();
   test_philox();
   test_stats();
@@ -553,6 +630,8 @@ int main(int argc, char **argv) {
   test_duplicates();
   test_side_names();
   test_recover();
+  test_leak_sort();
+  test_run_tasks();
   int rc = t_finish("test_core");
   MPI_Finalize();
   return rc;

@@ -114,6 +114,9 @@ typedef struct leak_kv {
   int64_t idx;
 } leak_kv;
 int leak_kv_cmp(const void *a, const void *b);
+/* Sorts k[0, n) by key, then row (the order qsort with leak_kv_cmp gives): a radix sort when the rows
+ * come in increasing order, as every caller builds them; else qsort. */
+void leak_sort_kv(leak_kv *k, int64_t n);
 
 /* ---- derived tables, the same on every rank (leak_cells.c, leak_null.c) ---- */
 
