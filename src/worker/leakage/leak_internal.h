@@ -148,9 +148,11 @@ typedef struct leak_work {
   uint32_t *null_avail, *null_hit;
   uint64_t *null_id;
   rd_leak_null null;
-  /* chunks of the replicates (leak_tasks.c) */
+  /* chunks of the replicates (leak_tasks.c); "whole": one chunk per boot cell (null target), whose
+   * task returns the cell's interval (the target's mean) rather than its replicates (draws) */
   int64_t n_boot_chunks, n_null_chunks;
   int64_t *boot_bounds, *null_bounds;
+  int boot_whole, null_whole;
   const rd_backend *backend;
   rd_progress *prog;
   int64_t prog_done;
@@ -227,6 +229,9 @@ int leak_task_defense(const leak_work *w, leak_dvec *out);
 
 /* Tasks: the C cells, then one per control, then the bootstrap chunks, then the null chunks. */
 enum { CTL_FICTIONAL, CTL_RANKING, CTL_RESIDUAL, CTL_DEFENSE, CTL_N };
+/* A whole boot cell's task result: r's interval, mae's interval, the replicates r dropped; a whole null
+ * target's: the draws that used a month and their mean within. */
+enum { LEAK_BOOT_W = 5, LEAK_NULL_W = 2 };
 
 /* Refuses, before any replicate is drawn, a job whose results could not be gathered. */
 int leak_size_check(const leak_work *w, const rd_job *job, rd_status *st);

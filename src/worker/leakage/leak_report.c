@@ -49,6 +49,15 @@ static int resampled_alloc(const leak_work *w, leak_resampled *rs) {
 static int gather_boot(const leak_work *w, double **res, leak_resampled *rs) {
   int64_t B = w->o->bootstrap, base = w->C + CTL_N;
   if (B == 0 || w->NB == 0) return 0;
+  if (w->boot_whole && w->n_boot_chunks == w->NB) {  /* chunk b is boot cell b, reduced by its task */
+    for (int64_t b = 0; b < w->NB; b++) {
+      const double *v = res[base + b];
+      int64_t c = w->boot_cell[b];
+      memcpy(rs->boot_ci + 4 * c, v, sizeof(double) * 4);
+      rs->boot_dropped[c] = (int64_t)v[LEAK_BOOT_W - 1];
+    }
+    return 0;
+  }
   double *r_all = malloc(sizeof(double) * (size_t)(w->NB * B)), *m_all = malloc(sizeof(double) * (size_t)(w->NB * B));
   if (!r_all || !m_all) {
     free(r_all), free(m_all);
@@ -76,6 +85,14 @@ static int gather_boot(const leak_work *w, double **res, leak_resampled *rs) {
 static int gather_null(const leak_work *w, double **res, leak_resampled *rs) {
   int64_t P = w->o->null_permutations, base = w->C + CTL_N + w->n_boot_chunks;
   if (w->NT == 0) return 0;
+  if (w->null_whole && w->n_null_chunks == w->NT) {  /* chunk t is target t, reduced by its task */
+    for (int64_t t = 0; t < w->NT; t++) {
+      int64_t c = w->null_cell[t];
+      rs->null_used[c] = res[base + t][0];
+      rs->null_w[c] = res[base + t][1];
+    }
+    return 0;
+  }
   double *all = malloc(sizeof(double) * (size_t)(w->NT * P));
   if (!all) return -1;
   for (int64_t ch = 0; ch < w->n_null_chunks; ch++) {

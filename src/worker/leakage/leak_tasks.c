@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "leak_internal.h"
+#include "rmdiag/kernels/stats.h"
 
 /* ---- the size limit ---------------------------------------------------------------------------------- */
 
@@ -90,6 +91,19 @@ static int64_t cut_chunks(int64_t nseg, const int64_t *off, int64_t per, int64_t
   return n;
 }
 
+/* One chunk per segment of `per` units: bounds i * per. */
+static int64_t whole_chunks(int64_t nseg, int64_t per, int64_t **bounds_out) {
+  if (nseg * per == 0) {
+    *bounds_out = NULL;
+    return 0;
+  }
+  int64_t *b = malloc(sizeof(int64_t) * (size_t)(nseg + 1));
+  if (!b) return -1;
+  for (int64_t i = 0; i <= nseg; i++) b[i] = i * per;
+  *bounds_out = b;
+  return nseg;
+}
+
 /* The work of the flat units [k0, k1) of segments of `per` units: units times their segment's weight. */
 static double chunk_units(const int64_t *off, int64_t per, int64_t k0, int64_t k1) {
   double units = 0;
@@ -106,8 +120,15 @@ void leak_plan_tasks(const rd_ctx *ctx, leak_work *w, double **cost_out, int64_t
   const leak_data *d = w->d;
   const leak_opts *o = w->o;
   int64_t nch = 8 * (int64_t)ctx->size;
-  w->n_boot_chunks = o->bootstrap > 0 ? cut_chunks(w->NB, w->boot_off, o->bootstrap, nch, &w->boot_bounds) : 0;
-  w->n_null_chunks = cut_chunks(w->NT, w->null_off, o->null_permutations, nch, &w->null_bounds);
+  /* with at least nch cells (targets) the ranks balance whole ones: each task then reduces its cell's
+   * replicates (draws) to what the report needs, and rank 0 gathers a few numbers per cell */
+  w->boot_whole = w->NB >= nch;
+  w->null_whole = w->NT >= nch;
+  w->n_boot_chunks = o->bootstrap == 0 ? 0
+                     : w->boot_whole ? whole_chunks(w->NB, o->bootstrap, &w->boot_bounds)
+                                     : cut_chunks(w->NB, w->boot_off, o->bootstrap, nch, &w->boot_bounds);
+  w->n_null_chunks = w->null_whole ? whole_chunks(w->NT, o->null_permutations, &w->null_bounds)
+                                   : cut_chunks(w->NT, w->null_off, o->null_permutations, nch, &w->null_bounds);
   if (w->n_boot_chunks < 0 || w->n_null_chunks < 0) rd_abort(ctx, __FILE__, __LINE__, "out of memory for chunks");
   int64_t n = *n_tasks = w->C + CTL_N + w->n_boot_chunks + w->n_null_chunks;
   double *cost = *cost_out = malloc(sizeof(double) * (size_t)(n ? n : 1));
@@ -153,6 +174,15 @@ static int boot_chunk(leak_work *w, int64_t ch, double **out, int64_t *n_out, rd
     return rd_fail(st, RD_EFAIL, "%s backend failed in the leakage bootstrap kernel: %s", kb->name, err);
   }
   if (w->prog) rd_progress_update(w->prog, w->prog_done += k1 - k0);
+  if (w->boot_whole) {  /* one boot cell: its intervals of r and mae and the replicates r dropped */
+    double ci[LEAK_BOOT_W];
+    ci[4] = (double)rd_percentile_ci95(r, (size_t)(k1 - k0), &ci[0], &ci[1]);
+    rd_percentile_ci95(r + (k1 - k0), (size_t)(k1 - k0), &ci[2], &ci[3]);
+    memcpy(r, ci, sizeof ci);
+    *out = r;
+    *n_out = LEAK_BOOT_W;
+    return RD_OK;
+  }
   *out = r;
   *n_out = 2 * (k1 - k0);
   return RD_OK;
@@ -177,6 +207,16 @@ static int null_chunk(leak_work *w, int64_t ch, double **out, int64_t *n_out, rd
   for (int64_t k = 0; k < k1 - k0; k++) r[k] = u[k] > 0 ? (double)u[k1 - k0 + k] / (double)u[k] : NAN;
   free(u);
   if (w->prog) rd_progress_update(w->prog, w->prog_done += k1 - k0);
+  if (w->null_whole) {  /* one target: the draws that used a month, and their mean */
+    int64_t used = 0;
+    for (int64_t k = 0; k < k1 - k0; k++)
+      if (!isnan(r[k])) r[used++] = r[k];
+    r[1] = used ? rd_sum(r, (size_t)used) / (double)used : NAN;
+    r[0] = (double)used;
+    *out = r;
+    *n_out = LEAK_NULL_W;
+    return RD_OK;
+  }
   *out = r;
   *n_out = k1 - k0;
   return RD_OK;
