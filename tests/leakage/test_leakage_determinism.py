@@ -2,7 +2,9 @@
 plain process and 1, 2, 3, 4 ranks (oversubscribed), and for every instruction set of the draw generator
 (AVX-512, AVX2, scalar): the bootstrap replicates and factor-shuffle draws are a function of (seed, job,
 purpose, replicate, draw) only. The input has shuffled rows, chunked + compressed datasets, a fictional
-series, months without truth and every optional group."""
+series, months without truth and every optional group. Up to 4 ranks the bootstrap and null tasks are
+whole cells (at least 8 per rank) reduced on their rank; on 8 ranks they are chunks cut across cells,
+whose replicates rank 0 reduces: the same numbers either way."""
 import os
 
 from leakdata import gen_panel
@@ -14,7 +16,8 @@ job = {"name": "det", "kind": "leakage", "input": "in.h5", "bootstrap": 301, "nu
        "family": ["S0", "S1", "S2", "S3", "S4"], "holdout_from": 199801, "signal_series": "S0"}
 outs = {}
 for key, ranks, env in (("p", 0, None), ("1", 1, None), ("2", 2, None), ("3", 3, None), ("4", 4, None),
-                        ("2-avx2", 2, {"RMDIAG_RNG_ISA": "avx2"}), ("1-scalar", 1, {"RMDIAG_RNG_ISA": "scalar"})):
+                        ("8", 8, None), ("2-avx2", 2, {"RMDIAG_RNG_ISA": "avx2"}),
+                        ("1-scalar", 1, {"RMDIAG_RNG_ISA": "scalar"})):
     write_job(os.path.join(d, f"job{key}.json"), [job], output_dir=f"out{key}", seed=7)
     code, _, err = run(["run", os.path.join(d, f"job{key}.json"), "--quiet", "--backend", "cpu"], ranks=ranks, env=env)
     check(code == 0, f"{key}: exit {code} ({err})")
@@ -26,6 +29,8 @@ for key in outs:
     check(outs[key][0] == outs["p"][0], f"{key}: result identical to the plain process")
     check(outs[key][1] == outs["p"][1], f"{key}: output HDF5 bytes identical to the plain process")
 check(len(res["cells"]) == 5 * 5 * 2, "cells of the real series")
+boot_cells = sum(1 for c in res["cells"] if c["n_scored"] >= 1)
+check(32 <= boot_cells < 64, f"{boot_cells} cells with scored rows: whole cells per task up to 4 ranks, chunks on 8")
 check(all(c["r_ci95"] is not None and c["null_within"] is not None for c in res["cells"] if c["n_scored"] >= 3),
       "bootstrap and null ran")
 check(all(k in res for k in ("fictional", "holdout", "ranking", "residualisation", "defense")), "every control present")
