@@ -14,7 +14,8 @@
  *   rank 0:   FIXED + rows x ROW_RANK0 + (2 x B x cells + P x targets) x GATHERED
  *             (every row read and checked on rank 0 and broadcast; the truth join, cells and null
  *             tables every rank builds alike; the per-row datasets and the report; the replicates
- *             gathered, put in order, their percentiles and means)
+ *             gathered, put in order, their percentiles and means; since whole-cell tasks, this last
+ *             term is the tasks' when there are at least 8 cells, see below)
  *   parallel: rows x ROW + B x Q x BOOT + P x targets x months x NULL
  *             (the cell and control tasks; each resample draws a cell's rows; each null draw a
  *             sibling per month of its target)
@@ -51,8 +52,12 @@ void leak_estimate(hid_t f, const rd_job *job, rd_job_cost *cost) {
     double months = cells > 0 ? fmin(T / S, Q / cells) : 0.0;
     double rows = Q + fmax(0.0, rows_of(f, job, "rank/model")) + fmax(0.0, rows_of(f, job, "signal/model")) +
                   fmax(0.0, rows_of(f, job, "defense/model"));
-    double rank0 = FIXED_S + rows * ROW_RANK0_S + (2.0 * B * cells + P * targets) * GATHERED_S;
-    double parallel = rows * ROW_S + B * Q * BOOT_S + P * targets * months * NULL_S;
+    /* the replicates' reduction: rank 0's when the tasks are chunks across cells; with whole-cell
+     * tasks (at least 8 cells per rank, leak_tasks.c), the tasks' own, counted for a group of up to
+     * cells / 8 ranks */
+    double reduce = (2.0 * B * cells + P * targets) * GATHERED_S, whole = cells >= 8 ? reduce : 0.0;
+    double rank0 = FIXED_S + rows * ROW_RANK0_S + (reduce - whole);
+    double parallel = rows * ROW_S + B * Q * BOOT_S + P * targets * months * NULL_S + whole;
     cost->seconds = rank0 + parallel;
     cost->serial = rank0 / cost->seconds;
     /* cells, controls and chunks of replicates and draws are tasks: only the work bounds the ranks */
