@@ -58,45 +58,95 @@ static inline double dval(uint64_t k) {
   return d;
 }
 
-/* LSD radix sort on 11-bit digits (6 passes, a pass skipped when one bucket holds every key);
- * small inputs go to qsort. -0.0 sorts before +0.0, which compare equal anyway. */
-void rd_sort_doubles(double *x, size_t n) {
-  if (n < RD_SORT_SMALL) {
-    qsort(x, n, sizeof *x, cmp_double);
-    return;
-  }
-  uint64_t *a = malloc(sizeof(uint64_t) * n), *b = malloc(sizeof(uint64_t) * n);
+/* LSD radix sort of n unsigned keys on 11-bit digits (6 passes, a pass skipped when one bucket holds
+ * every key), stable; val (may be NULL) moves with its key. -1 without memory, nothing moved. */
+static int radix_u64(uint64_t *key, int64_t *val, size_t n) {
+  uint64_t *kb = malloc(sizeof(uint64_t) * (n ? n : 1));
+  int64_t *vb = val ? malloc(sizeof(int64_t) * (n ? n : 1)) : NULL;
   uint32_t(*hist)[2048] = calloc(6, sizeof *hist);
-  if (!a || !b || !hist) {
-    free(a);
-    free(b);
+  if (!kb || (val && !vb) || !hist) {
+    free(kb);
+    free(vb);
     free(hist);
-    qsort(x, n, sizeof *x, cmp_double);
-    return;
+    return -1;
   }
-  for (size_t i = 0; i < n; i++) {
-    uint64_t k = dkey(x[i]);
-    a[i] = k;
-    for (int p = 0; p < 6; p++) hist[p][(k >> (11 * p)) & 2047]++;
-  }
+  for (size_t i = 0; i < n; i++)
+    for (int p = 0; p < 6; p++) hist[p][(key[i] >> (11 * p)) & 2047]++;
+  uint64_t *a = key, *b = kb;
+  int64_t *va = val, *vbb = vb;
   for (int p = 0; p < 6; p++) {
     uint32_t *h = hist[p];
-    if (h[(a[0] >> (11 * p)) & 2047] == n) continue;  /* every key has this digit */
+    if (n == 0 || h[(a[0] >> (11 * p)) & 2047] == n) continue;  /* every key has this digit */
     uint32_t sum = 0;
     for (int d = 0; d < 2048; d++) {
       uint32_t c = h[d];
       h[d] = sum;
       sum += c;
     }
-    for (size_t i = 0; i < n; i++) b[h[(a[i] >> (11 * p)) & 2047]++] = a[i];
+    for (size_t i = 0; i < n; i++) {
+      uint32_t at = h[(a[i] >> (11 * p)) & 2047]++;
+      b[at] = a[i];
+      if (val) vbb[at] = va[i];
+    }
     uint64_t *t = a;
     a = b;
     b = t;
+    int64_t *tv = va;
+    va = vbb;
+    vbb = tv;
   }
-  for (size_t i = 0; i < n; i++) x[i] = dval(a[i]);
-  free(a);
-  free(b);
+  if (a != key) {
+    memcpy(key, a, sizeof(uint64_t) * n);
+    if (val) memcpy(val, va, sizeof(int64_t) * n);
+  }
+  free(kb);
+  free(vb);
   free(hist);
+  return 0;
+}
+
+/* Small inputs go to qsort. -0.0 sorts before +0.0, which compare equal anyway. */
+void rd_sort_doubles(double *x, size_t n) {
+  uint64_t *a = n < RD_SORT_SMALL ? NULL : malloc(sizeof(uint64_t) * n);
+  if (a) {
+    for (size_t i = 0; i < n; i++) a[i] = dkey(x[i]);
+    if (radix_u64(a, NULL, n) == 0) {
+      for (size_t i = 0; i < n; i++) x[i] = dval(a[i]);
+      free(a);
+      return;
+    }
+    free(a);
+  }
+  qsort(x, n, sizeof *x, cmp_double);
+}
+
+static int cmp_key_idx(const void *a, const void *b) {
+  const rd_key_idx *x = a, *y = b;
+  if (x->key != y->key) return x->key < y->key ? -1 : 1;
+  return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+void rd_sort_key_idx(rd_key_idx *k, size_t n) {
+  /* a stable sort by key keeps the pairs of one key in index order when they come in it */
+  int in_order = n >= RD_SORT_SMALL;
+  for (size_t i = 1; i < n && in_order; i++) in_order = k[i].idx > k[i - 1].idx;
+  uint64_t *a = in_order ? malloc(sizeof(uint64_t) * n) : NULL;
+  int64_t *v = a ? malloc(sizeof(int64_t) * n) : NULL;
+  if (v) {
+    for (size_t i = 0; i < n; i++) {
+      a[i] = (uint64_t)k[i].key ^ 0x8000000000000000ull;  /* signed order as unsigned */
+      v[i] = k[i].idx;
+    }
+    if (radix_u64(a, v, n) == 0) {
+      for (size_t i = 0; i < n; i++) k[i] = (rd_key_idx){(int64_t)(a[i] ^ 0x8000000000000000ull), v[i]};
+      free(a);
+      free(v);
+      return;
+    }
+  }
+  free(a);
+  free(v);
+  qsort(k, n, sizeof *k, cmp_key_idx);
 }
 
 static inline void swap_d(double *a, double *b) {

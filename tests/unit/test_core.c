@@ -21,7 +21,6 @@
 #include "rmdiag/kernels/scan.h"
 #include "rmdiag/kernels/sha256.h"
 #include "rmdiag/kernels/stats.h"
-#include "../../src/worker/leakage/leak_internal.h"
 
 static void test_sha256(void) {
   char hex[65];
@@ -542,29 +541,35 @@ static void test_recover(void) {
 #undef AT
 }
 
-/* ---- the leakage tables' sort of (key, row) pairs: the radix sort against qsort's order ---- */
-static void test_leak_sort(void) {
+/* ---- (key, index) pairs: the radix sort against qsort's (key, index) order ---- */
+static int cmp_pair(const void *a, const void *b) {
+  const rd_key_idx *x = a, *y = b;
+  if (x->key != y->key) return x->key < y->key ? -1 : 1;
+  return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+static void test_sort_key_idx(void) {
   uint64_t x = 88172645463325252ull;
-  const int64_t sizes[] = {0, 1, 5, 255, 256, 1000, 70001};
+  const int64_t sizes[] = {0, 1, 5, RD_SORT_SMALL - 1, RD_SORT_SMALL, 1000, 70001};
   for (size_t t = 0; t < sizeof sizes / sizeof sizes[0]; t++) {
     for (int spread = 0; spread < 3; spread++) {
       int64_t n = sizes[t];
-      leak_kv *a = malloc(sizeof(leak_kv) * (size_t)(n + 1)), *b = malloc(sizeof(leak_kv) * (size_t)(n + 1));
+      rd_key_idx *a = malloc(sizeof(rd_key_idx) * (size_t)(n + 1)), *b = malloc(sizeof(rd_key_idx) * (size_t)(n + 1));
       for (int64_t i = 0; i < n; i++) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        /* few distinct keys (many ties), packed keys as the tables make, keys of either sign */
+        /* few distinct keys (many ties), keys packed as the leakage tables make them, keys of either sign */
         int64_t key = spread == 0 ? (int64_t)(x % 7) : spread == 1 ? (int64_t)((x % 54) << 24 | (x >> 20) % 480)
                                                                    : (int64_t)x;
-        a[i] = b[i] = (leak_kv){key, i};
+        a[i] = b[i] = (rd_key_idx){key, i};
       }
-      leak_sort_kv(a, n);
-      qsort(b, (size_t)n, sizeof *b, leak_kv_cmp);
-      CHECK(n == 0 || memcmp(a, b, sizeof(leak_kv) * (size_t)n) == 0, "leak_sort_kv: %lld pairs (keys %d) in qsort's order",
-            (long long)n, spread);
-      /* rows not in increasing order: the same order (the qsort fallback) */
+      rd_sort_key_idx(a, (size_t)n);
+      qsort(b, (size_t)n, sizeof *b, cmp_pair);
+      CHECK(n == 0 || memcmp(a, b, sizeof(rd_key_idx) * (size_t)n) == 0,
+            "rd_sort_key_idx: %lld pairs (keys %d) in qsort's order", (long long)n, spread);
+      /* indices not in increasing order: the same order (the qsort fallback) */
       for (int64_t i = 0; i < n; i++) a[i] = b[n - 1 - i];
-      leak_sort_kv(a, n);
-      CHECK(n == 0 || memcmp(a, b, sizeof(leak_kv) * (size_t)n) == 0, "leak_sort_kv: %lld pairs given reversed",
+      rd_sort_key_idx(a, (size_t)n);
+      CHECK(n == 0 || memcmp(a, b, sizeof(rd_key_idx) * (size_t)n) == 0, "rd_sort_key_idx: %lld pairs given reversed",
             (long long)n);
       free(a);
       free(b);
@@ -630,7 +635,7 @@ int main(int argc, char **argv) {
   test_duplicates();
   test_side_names();
   test_recover();
-  test_leak_sort();
+  test_sort_key_idx();
   test_run_tasks();
   int rc = t_finish("test_core");
   MPI_Finalize();

@@ -25,6 +25,14 @@ void rd_quantiles_inplace(double *work, size_t n, const double *q, size_t nq, do
  * RD_SORT_SMALL values, qsort (equal values, -0 and +0 among them, as qsort leaves them). */
 #define RD_SORT_SMALL 512
 void rd_sort_doubles(double *x, size_t n);
+/* A sort key and the index of what it came from. */
+typedef struct rd_key_idx {
+  int64_t key;
+  int64_t idx;
+} rd_key_idx;
+/* Sorts pairs by key, then index (indices distinct): the radix sort of rd_sort_doubles when the
+ * indices come in increasing order (pairs built in row order) and n >= RD_SORT_SMALL, else qsort. */
+void rd_sort_key_idx(rd_key_idx *k, size_t n);
 /* Quantiles of n sorted values, same rule as rd_quantiles_inplace. */
 void rd_quantiles_sorted(const double *x, size_t n, const double *q, size_t nq, double *out);
 

@@ -58,7 +58,7 @@ int leak_build_truth(leak_work *w, rd_status *st) {
     return rd_fail(st, RD_EFAIL, "out of memory for the truth table");
   }
   for (int64_t j = 0; j < d->T; j++) t[j] = (leak_kv){tkey(d->t_series[j], d->t_month[j]), j};
-  leak_sort_kv(t, d->T);
+  rd_sort_key_idx(t, (size_t)d->T);
   /* the keys are distinct: leak_read refused repeated (series, month) truth rows */
   for (int64_t j = 0; j < d->T; j++) {
     w->t_keys[j] = t[j].key;
@@ -88,7 +88,7 @@ int leak_build_cells(leak_work *w, rd_status *st) {
     if (d->fictional[d->series[i]]) continue;
     k[n++] = (leak_kv){((int64_t)d->model[i] * d->S + d->series[i]) * d->V + d->variant[i], i};
   }
-  leak_sort_kv(k, n);
+  rd_sort_key_idx(k, (size_t)n);
   int64_t C = 0;
   for (int64_t j = 0; j < n; j++) {
     if (j == 0 || k[j].key != k[j - 1].key) {

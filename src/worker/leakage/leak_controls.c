@@ -82,7 +82,7 @@ int leak_task_ranking(const leak_work *w, leak_dvec *out) {
   leak_kv *k = malloc(sizeof(leak_kv) * (size_t)(d->R ? d->R : 1));
   if (!k) return -1;
   for (int64_t i = 0; i < d->R; i++) k[i] = (leak_kv){(int64_t)d->r_model[i] * d->S + d->r_series[i], i};
-  leak_sort_kv(k, d->R);
+  rd_sort_key_idx(k, (size_t)d->R);
   int rc = 0;
   for (int64_t j = 0; j < d->R && rc == 0;) {
     int64_t j1 = j;
@@ -239,7 +239,7 @@ int leak_task_defense(const leak_work *w, leak_dvec *out) {
   /* key: (defense, model, month) so months group inside (defense, model) */
   for (int64_t i = 0; i < d->D; i++)
     k[i] = (leak_kv){(((int64_t)d->d_defense[i] * d->M + d->d_model[i]) << 24) | d->d_month[i], i};
-  leak_sort_kv(k, d->D);
+  rd_sort_key_idx(k, (size_t)d->D);
   leak_dvec per = {0}, pooled = {0};
   int rc = 0;
   int64_t np = 0, npool = 0;

@@ -21,6 +21,7 @@
 #include "rmdiag/kernels/backend.h"
 #include "rmdiag/kernels/leak.h"
 #include "rmdiag/kernels/rng.h"
+#include "rmdiag/kernels/stats.h"
 #include "rmdiag/kind.h"
 
 /* Series of a factor-shuffle family: a target and its siblings, whose hits fit a 32-bit mask. */
@@ -108,15 +109,8 @@ int leak_read(hid_t f, const rd_job *job, const leak_layout *L, leak_data *d, rd
 /* Every rank gets the sizes and the numeric arrays (names stay on rank 0). */
 void leak_share(const rd_ctx *ctx, leak_data *d);
 
-/* A sort key and the row it came from (sorted by key, then row). */
-typedef struct leak_kv {
-  int64_t key;
-  int64_t idx;
-} leak_kv;
-int leak_kv_cmp(const void *a, const void *b);
-/* Sorts k[0, n) by key, then row (the order qsort with leak_kv_cmp gives): a radix sort when the rows
- * come in increasing order, as every caller builds them; else qsort. */
-void leak_sort_kv(leak_kv *k, int64_t n);
+/* A sort key and the row it came from, sorted by key, then row (rd_sort_key_idx). */
+typedef rd_key_idx leak_kv;
 
 /* ---- derived tables, the same on every rank (leak_cells.c, leak_null.c) ---- */
 
@@ -232,6 +226,11 @@ enum { CTL_FICTIONAL, CTL_RANKING, CTL_RESIDUAL, CTL_DEFENSE, CTL_N };
 /* A whole boot cell's task result: r's interval, mae's interval, the replicates r dropped; a whole null
  * target's: the draws that used a month and their mean within. */
 enum { LEAK_BOOT_W = 5, LEAK_NULL_W = 2 };
+/* A boot cell's B replicates of r and of mae (both reordered) reduced to out[LEAK_BOOT_W]; a null
+ * target's P draws (NaN: no month used; v reordered) reduced to out[LEAK_NULL_W]. The tasks of whole
+ * cells and rank 0 (for chunks across cells) reduce with these, so both give the same bits. */
+void leak_boot_reduce(double *r, double *mae, int64_t B, double *out);
+void leak_null_reduce(double *v, int64_t P, double *out);
 
 /* Refuses, before any replicate is drawn, a job whose results could not be gathered. */
 int leak_size_check(const leak_work *w, const rd_job *job, rd_status *st);

@@ -37,7 +37,7 @@ static int mean_estimates(const leak_work *w, leak_estimates *e, rd_status *st) 
   np = 0;
   for (int64_t i = 0; i < d->Q; i++)
     if (d->status[i] == 0) k[np++] = (leak_kv){est_key(d, d->model[i], d->variant[i], d->series[i], d->month[i]), i};
-  leak_sort_kv(k, np);
+  rd_sort_key_idx(k, (size_t)np);
   int64_t ne = 0;
   for (int64_t j = 0; j < np;) {
     int64_t j1 = j;

@@ -28,51 +28,6 @@ void leak_data_free(leak_data *d) {
   memset(d, 0, sizeof *d);
 }
 
-int leak_kv_cmp(const void *a, const void *b) {
-  const leak_kv *x = a, *y = b;
-  if (x->key != y->key) return x->key < y->key ? -1 : 1;
-  return x->idx < y->idx ? -1 : x->idx > y->idx;
-}
-
-/* A key as an unsigned number in the same order (the sign bit flipped). */
-static uint64_t kv_ukey(const leak_kv *x) { return (uint64_t)x->key ^ ((uint64_t)1 << 63); }
-
-void leak_sort_kv(leak_kv *k, int64_t n) {
-  int in_row_order = 1;
-  for (int64_t i = 1; i < n && in_row_order; i++) in_row_order = k[i].idx > k[i - 1].idx;
-  leak_kv *tmp = in_row_order && n >= 256 ? malloc(sizeof(leak_kv) * (size_t)n) : NULL;
-  if (!tmp) {
-    qsort(k, (size_t)n, sizeof *k, leak_kv_cmp);
-    return;
-  }
-  /* a stable sort by key keeps each key's rows in row order: 8 bits a pass from the lowest, passing
-   * over the bytes in which every key agrees (the keys are small integers packed into a few bytes) */
-  uint64_t all_and = ~(uint64_t)0, all_or = 0;
-  for (int64_t i = 0; i < n; i++) {
-    all_and &= kv_ukey(&k[i]);
-    all_or |= kv_ukey(&k[i]);
-  }
-  uint64_t differ = all_and ^ all_or;
-  leak_kv *src = k, *dst = tmp;
-  for (int shift = 0; shift < 64; shift += 8) {
-    if (((differ >> shift) & 0xff) == 0) continue;
-    int64_t at[256] = {0};
-    for (int64_t i = 0; i < n; i++) at[(kv_ukey(&src[i]) >> shift) & 0xff]++;
-    int64_t pos = 0;
-    for (int b = 0; b < 256; b++) {
-      int64_t c = at[b];
-      at[b] = pos;
-      pos += c;
-    }
-    for (int64_t i = 0; i < n; i++) dst[at[(kv_ukey(&src[i]) >> shift) & 0xff]++] = src[i];
-    leak_kv *t = src;
-    src = dst;
-    dst = t;
-  }
-  if (src != k) memcpy(k, src, sizeof(leak_kv) * (size_t)n);
-  free(tmp);
-}
-
 static int valid_month(int64_t m) { return m >= 100001 && m <= 999912 && m % 100 >= 1 && m % 100 <= 12; }
 
 /* ---- reading datasets --------------------------------------------------------------------------- */
@@ -272,7 +227,7 @@ static int check_truth_repeats(const rd_job *job, const leak_data *d, int64_t tb
   leak_kv *t = rd_malloc(sizeof(leak_kv) * (size_t)(tb ? tb : 1), st, "truth rows");
   if (!t) return st->code;
   for (int64_t j = 0; j < tb; j++) t[j] = (leak_kv){(int64_t)d->t_series[j] << 24 | d->t_month[j], j};
-  leak_sort_kv(t, tb);
+  rd_sort_key_idx(t, (size_t)tb);
   int64_t first = -1, again = -1;
   /* sorted by (key, row): a group's first two entries are its earliest row and the earliest repeat */
   for (int64_t j = 1; j < tb; j++)

@@ -18,7 +18,6 @@ typedef struct leak_resampled {
   int64_t *boot_dropped;  /* [C] replicates whose r was undefined */
   double *null_w;         /* [C] mean within of the null draws (NaN: none) */
   double *null_used;      /* [C] draws that used a month */
-  double *col;            /* scratch: one cell's replicates */
 } leak_resampled;
 
 /* What the stdout table shows of a cell (NaN prints as "-"). */
@@ -27,35 +26,54 @@ typedef struct leak_row {
 } leak_row;
 
 static void resampled_free(leak_resampled *rs) {
-  free(rs->boot_ci), free(rs->boot_dropped), free(rs->null_w), free(rs->null_used), free(rs->col);
+  free(rs->boot_ci), free(rs->boot_dropped), free(rs->null_w), free(rs->null_used);
 }
 
 static int resampled_alloc(const leak_work *w, leak_resampled *rs) {
-  int64_t C = w->C, B = w->o->bootstrap, P = w->o->null_permutations;
+  int64_t C = w->C;
   size_t c1 = (size_t)(C ? C : 1);
   rs->boot_ci = malloc(sizeof(double) * 4 * c1);
   rs->boot_dropped = calloc(c1, sizeof(int64_t));
   rs->null_w = malloc(sizeof(double) * c1);
   rs->null_used = calloc(c1, sizeof(double));
-  rs->col = malloc(sizeof(double) * (size_t)((B > P ? B : P) + 1));
-  if (!rs->boot_ci || !rs->boot_dropped || !rs->null_w || !rs->null_used || !rs->col) return -1;
+  if (!rs->boot_ci || !rs->boot_dropped || !rs->null_w || !rs->null_used) return -1;
   for (int64_t c = 0; c < 4 * C; c++) rs->boot_ci[c] = NAN;
   for (int64_t c = 0; c < C; c++) rs->null_w[c] = NAN;
   return 0;
 }
 
-/* Percentile intervals of r and mae per cell with a scored row; the chunks hold the replicates in flat
- * order k = boot cell * B + b, r then mae of each chunk. */
+void leak_boot_reduce(double *r, double *mae, int64_t B, double *out) {
+  out[4] = (double)rd_percentile_ci95(r, (size_t)B, &out[0], &out[1]);
+  rd_percentile_ci95(mae, (size_t)B, &out[2], &out[3]);
+}
+
+void leak_null_reduce(double *v, int64_t P, double *out) {
+  int64_t used = 0;
+  for (int64_t p = 0; p < P; p++)
+    if (!isnan(v[p])) v[used++] = v[p];
+  out[0] = (double)used;
+  out[1] = used ? rd_sum(v, (size_t)used) / (double)used : NAN;
+}
+
+/* A boot cell's reduction (leak_boot_reduce) into the report's tables; a null target's likewise. */
+static void boot_store(leak_resampled *rs, int64_t c, const double *red) {
+  memcpy(rs->boot_ci + 4 * c, red, sizeof(double) * 4);
+  rs->boot_dropped[c] = (int64_t)red[4];
+}
+
+static void null_store(leak_resampled *rs, int64_t c, const double *red) {
+  rs->null_used[c] = red[0];
+  rs->null_w[c] = red[1];
+}
+
+/* Percentile intervals of r and mae per cell with a scored row: reduced by the tasks of whole cells,
+ * else here from chunks that hold the replicates in flat order k = boot cell * B + b, r then mae of
+ * each chunk. */
 static int gather_boot(const leak_work *w, double **res, leak_resampled *rs) {
   int64_t B = w->o->bootstrap, base = w->C + CTL_N;
   if (B == 0 || w->NB == 0) return 0;
-  if (w->boot_whole && w->n_boot_chunks == w->NB) {  /* chunk b is boot cell b, reduced by its task */
-    for (int64_t b = 0; b < w->NB; b++) {
-      const double *v = res[base + b];
-      int64_t c = w->boot_cell[b];
-      memcpy(rs->boot_ci + 4 * c, v, sizeof(double) * 4);
-      rs->boot_dropped[c] = (int64_t)v[LEAK_BOOT_W - 1];
-    }
+  if (w->boot_whole) {  /* chunk b is boot cell b */
+    for (int64_t b = 0; b < w->NB; b++) boot_store(rs, w->boot_cell[b], res[base + b]);
     return 0;
   }
   double *r_all = malloc(sizeof(double) * (size_t)(w->NB * B)), *m_all = malloc(sizeof(double) * (size_t)(w->NB * B));
@@ -70,27 +88,21 @@ static int gather_boot(const leak_work *w, double **res, leak_resampled *rs) {
     memcpy(m_all + k0, v + (k1 - k0), sizeof(double) * (size_t)(k1 - k0));
   }
   for (int64_t b = 0; b < w->NB; b++) {
-    int64_t c = w->boot_cell[b];
-    double *ci = rs->boot_ci + 4 * c;
-    memcpy(rs->col, r_all + b * B, sizeof(double) * (size_t)B);
-    rs->boot_dropped[c] = (int64_t)rd_percentile_ci95(rs->col, (size_t)B, &ci[0], &ci[1]);
-    memcpy(rs->col, m_all + b * B, sizeof(double) * (size_t)B);
-    rd_percentile_ci95(rs->col, (size_t)B, &ci[2], &ci[3]);
+    double red[LEAK_BOOT_W];
+    leak_boot_reduce(r_all + b * B, m_all + b * B, B, red);
+    boot_store(rs, w->boot_cell[b], red);
   }
   free(r_all), free(m_all);
   return 0;
 }
 
-/* The mean within of each target's null draws that used a month; flat order k = target * P + p. */
+/* The mean within of each target's null draws that used a month: reduced by the tasks of whole
+ * targets, else here from chunks in flat order k = target * P + p. */
 static int gather_null(const leak_work *w, double **res, leak_resampled *rs) {
   int64_t P = w->o->null_permutations, base = w->C + CTL_N + w->n_boot_chunks;
   if (w->NT == 0) return 0;
-  if (w->null_whole && w->n_null_chunks == w->NT) {  /* chunk t is target t, reduced by its task */
-    for (int64_t t = 0; t < w->NT; t++) {
-      int64_t c = w->null_cell[t];
-      rs->null_used[c] = res[base + t][0];
-      rs->null_w[c] = res[base + t][1];
-    }
+  if (w->null_whole) {  /* chunk t is target t */
+    for (int64_t t = 0; t < w->NT; t++) null_store(rs, w->null_cell[t], res[base + t]);
     return 0;
   }
   double *all = malloc(sizeof(double) * (size_t)(w->NT * P));
@@ -100,12 +112,9 @@ static int gather_null(const leak_work *w, double **res, leak_resampled *rs) {
     memcpy(all + k0, res[base + ch], sizeof(double) * (size_t)(k1 - k0));
   }
   for (int64_t t = 0; t < w->NT; t++) {
-    int64_t used = 0;
-    for (int64_t p = 0; p < P; p++)
-      if (!isnan(all[t * P + p])) rs->col[used++] = all[t * P + p];
-    int64_t c = w->null_cell[t];
-    rs->null_used[c] = (double)used;
-    rs->null_w[c] = used ? rd_sum(rs->col, (size_t)used) / (double)used : NAN;
+    double red[LEAK_NULL_W];
+    leak_null_reduce(all + t * P, P, red);
+    null_store(rs, w->null_cell[t], red);
   }
   free(all);
   return 0;

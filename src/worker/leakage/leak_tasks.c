@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "leak_internal.h"
-#include "rmdiag/kernels/stats.h"
 
 /* ---- the size limit ---------------------------------------------------------------------------------- */
 
@@ -174,17 +173,14 @@ static int boot_chunk(leak_work *w, int64_t ch, double **out, int64_t *n_out, rd
     return rd_fail(st, RD_EFAIL, "%s backend failed in the leakage bootstrap kernel: %s", kb->name, err);
   }
   if (w->prog) rd_progress_update(w->prog, w->prog_done += k1 - k0);
-  if (w->boot_whole) {  /* one boot cell: its intervals of r and mae and the replicates r dropped */
-    double ci[LEAK_BOOT_W];
-    ci[4] = (double)rd_percentile_ci95(r, (size_t)(k1 - k0), &ci[0], &ci[1]);
-    rd_percentile_ci95(r + (k1 - k0), (size_t)(k1 - k0), &ci[2], &ci[3]);
-    memcpy(r, ci, sizeof ci);
-    *out = r;
-    *n_out = LEAK_BOOT_W;
-    return RD_OK;
-  }
   *out = r;
   *n_out = 2 * (k1 - k0);
+  if (w->boot_whole) {  /* one boot cell */
+    double red[LEAK_BOOT_W];
+    leak_boot_reduce(r, r + (k1 - k0), k1 - k0, red);
+    memcpy(r, red, sizeof red);
+    *n_out = LEAK_BOOT_W;
+  }
   return RD_OK;
 }
 
@@ -207,18 +203,14 @@ static int null_chunk(leak_work *w, int64_t ch, double **out, int64_t *n_out, rd
   for (int64_t k = 0; k < k1 - k0; k++) r[k] = u[k] > 0 ? (double)u[k1 - k0 + k] / (double)u[k] : NAN;
   free(u);
   if (w->prog) rd_progress_update(w->prog, w->prog_done += k1 - k0);
-  if (w->null_whole) {  /* one target: the draws that used a month, and their mean */
-    int64_t used = 0;
-    for (int64_t k = 0; k < k1 - k0; k++)
-      if (!isnan(r[k])) r[used++] = r[k];
-    r[1] = used ? rd_sum(r, (size_t)used) / (double)used : NAN;
-    r[0] = (double)used;
-    *out = r;
-    *n_out = LEAK_NULL_W;
-    return RD_OK;
-  }
   *out = r;
   *n_out = k1 - k0;
+  if (w->null_whole) {  /* one target */
+    double red[LEAK_NULL_W];
+    leak_null_reduce(r, k1 - k0, red);
+    memcpy(r, red, sizeof red);
+    *n_out = LEAK_NULL_W;
+  }
   return RD_OK;
 }
 
