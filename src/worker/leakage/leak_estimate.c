@@ -55,7 +55,7 @@ void leak_estimate(hid_t f, const rd_job *job, rd_job_cost *cost) {
     /* the replicates' reduction: rank 0's when the tasks are chunks across cells; with whole-cell
      * tasks (at least 8 cells per rank, leak_tasks.c), the tasks' own, counted for a group of up to
      * cells / 8 ranks */
-    double reduce = (2.0 * B * cells + P * targets) * GATHERED_S, whole = cells >= 8 ? reduce : 0.0;
+    double reduce = (2.0 * B * cells + P * targets) * GATHERED_S, whole = cells >= LEAK_CHUNKS_PER_RANK ? reduce : 0.0;
     double rank0 = FIXED_S + rows * ROW_RANK0_S + (reduce - whole);
     double parallel = rows * ROW_S + B * Q * BOOT_S + P * targets * months * NULL_S + whole;
     cost->seconds = rank0 + parallel;

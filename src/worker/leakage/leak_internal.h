@@ -226,6 +226,9 @@ enum { CTL_FICTIONAL, CTL_RANKING, CTL_RESIDUAL, CTL_DEFENSE, CTL_N };
 /* A whole boot cell's task result: r's interval, mae's interval, the replicates r dropped; a whole null
  * target's: the draws that used a month and their mean within. */
 enum { LEAK_BOOT_W = 5, LEAK_NULL_W = 2 };
+/* Bootstrap (null) chunks per rank; with at least this many cells (targets) per rank, a chunk is a
+ * whole cell (target) */
+#define LEAK_CHUNKS_PER_RANK 8
 /* A boot cell's B replicates of r and of mae (both reordered) reduced to out[LEAK_BOOT_W]; a null
  * target's P draws (NaN: no month used; v reordered) reduced to out[LEAK_NULL_W]. The tasks of whole
  * cells and rank 0 (for chunks across cells) reduce with these, so both give the same bits. */

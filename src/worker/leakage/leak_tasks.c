@@ -118,7 +118,7 @@ static double chunk_units(const int64_t *off, int64_t per, int64_t k0, int64_t k
 void leak_plan_tasks(const rd_ctx *ctx, leak_work *w, double **cost_out, int64_t *n_tasks) {
   const leak_data *d = w->d;
   const leak_opts *o = w->o;
-  int64_t nch = 8 * (int64_t)ctx->size;
+  int64_t nch = LEAK_CHUNKS_PER_RANK * (int64_t)ctx->size;
   /* with at least nch cells (targets) the ranks balance whole ones: each task then reduces its cell's
    * replicates (draws) to what the report needs, and rank 0 gathers a few numbers per cell */
   w->boot_whole = w->NB >= nch;
