@@ -2,8 +2,8 @@
 layout and the job's options). `run --plan` lists every job with its kind's estimate; on the same input
 the options move it (resamples, null draws, seeds) as the model says (linearly); a larger job of each
 kind is estimated larger and handed out first; a medium and a small job of each kind, run as plain
-processes, take about what was estimated (within 3x of the measured time, and in about the measured
-ratio); odd layouts that validate (accuracy-form benchmark, a leakage panel with only ranking rows,
+processes, take about what was estimated (within 3x of the measured time once scaled by this host's
+speed, and in about the measured ratio); odd layouts that validate (accuracy-form benchmark, a leakage panel with only ranking rows,
 float16 probe features of two models) still get an estimate."""
 import os
 import re
@@ -50,15 +50,19 @@ bench_input("bench_small.h5", 50, 1)
 bench_input("bench_medium.h5", 100, 4)
 gen_panel(os.path.join(d, "leak_small.h5"), M=5, S=6, V=1, K=3, T=120, seed=1, chunked=False)
 gen_panel(os.path.join(d, "leak_medium.h5"), M=5, S=6, V=2, K=3, T=240, seed=2, chunked=False)
-probe_input("probe_small.h5", 6000, 2048, 2)
-probe_input("probe_medium.h5", 12000, 2048, 3, n_inf=2000)
+# the probe's two jobs differ in rows alone: its terms weigh differently on different hosts (the
+# multiply-adds by the vector width the CPU has, the value scan by the cost of mapping pages), and
+# every term grows with the rows
+probe_input("probe_small.h5", 12000, 1024, 3, n_inf=1000)
+probe_input("probe_medium.h5", 36000, 1024, 3, n_inf=3000)
 
 two, three = {"classes": [[0], [1]]}, {"classes": [[0], [1], [2]]}
 LEAK = {"kind": "leakage", "signal_series": "S0", "family": FAM}
 small = {
     "benchmark": {"kind": "benchmark", "input": "bench_small.h5", "bootstrap": 2000},
     "leakage": dict(LEAK, input="leak_small.h5", bootstrap=2000, null_permutations=2000),
-    "probe": {"kind": "probe", "input": "probe_small.h5", "tasks": {"a": two}, "kmeans": False, "seeds": [0, 1, 2]},
+    "probe": {"kind": "probe", "input": "probe_small.h5", "tasks": {"a": three}, "seeds": [0, 1, 2],
+              "lr_grid": [1e-4, 5e-5, 2e-5, 1e-5]},
 }
 medium = {
     "benchmark": {"kind": "benchmark", "input": "bench_medium.h5", "bootstrap": 2000, "compare": "all"},
@@ -133,9 +137,13 @@ def cpu_of(args):
 # Estimates against measured times, each job alone in a plain process. The job's time is the CPU seconds of
 # its run less those of its --plan (process start, layout checks), the least of three runs: steady when
 # other work loads the machine (the suite runs two tests at a time on two cores), where the report's
-# wall-clock seconds are not (those only bound the estimate from above). The small jobs are sized to take
-# 20 ms or more, so that the noise of process start (a few ms) does not decide their ratio to the medium
-# ones either.
+# wall-clock seconds are not. The small jobs are sized to take 40 ms or more on a fast host, so that the
+# noise of process start (a few ms, and the clock's ticks) does not decide their ratio to the medium ones.
+# The estimates are seconds of the 2-vCPU VM they were fitted on; other hosts run every kind faster or
+# slower by a common factor (2-3x between the VMs this suite has run on). The planner only needs the
+# estimates in the right proportions, so each is checked against the measured time scaled by this
+# host's factor (the geometric mean of measured / estimated over the six jobs), and the factor itself
+# against a broad band.
 measured = {}
 for size, specs in (("small", small), ("medium", medium)):
     for kind, spec in specs.items():
@@ -149,12 +157,16 @@ for size, specs in (("small", small), ("medium", medium)):
             seconds.append(load_report(os.path.join(d, "out_one", name + ".json"))["rmdiag"]["seconds"])
         check(all(r[0] == 0 for r in runs), f"{name}: exit {[r[0] for r in runs]} ({runs[0][2][-300:]})")
         job_cpu = max(min(r[3] for r in runs) - min(p[3] for p in plans), 0.005)
-        measured[name] = (est, job_cpu, min(seconds))
+        measured[name] = (max(est, 1e-6), job_cpu, min(seconds))
         print(f"{name}: estimated {est:.3f} s, measured {job_cpu:.3f} CPU s ({min(seconds):.3f} s in the report)")
-        if size == "medium":
-            check(job_cpu / 3 <= est <= 3 * max(job_cpu, min(seconds)),
-                  f"{name}: the estimate {est:.3f} s is within 3x of the measured {job_cpu:.3f} s")
+host = float(np.exp(np.mean([np.log(c / e) for e, c, _ in measured.values()])))
+print(f"this host: measured / estimated {host:.2f} (geometric mean over the six jobs)")
+check(0.2 <= host <= 5, f"the estimates are seconds of about this host's speed (measured / estimated {host:.2f})")
 for kind in ("benchmark", "leakage", "probe"):
+    e, c, _ = measured[f"{kind}-medium"]
+    check(c / 3 <= e * host <= 3 * c,
+          f"{kind}-medium: the estimate {e:.3f} s at this host's speed ({e * host:.3f} s) is within 3x of "
+          f"the measured {c:.3f} s")
     (es, cs, _), (em, cm, _) = measured[f"{kind}-small"], measured[f"{kind}-medium"]
     check(em / es >= (cm / cs) / 3 and em / es <= (cm / cs) * 3,
           f"{kind}: medium / small estimated {em / es:.2f}x, measured {cm / cs:.2f}x (CPU)")
