@@ -45,8 +45,10 @@ typedef struct rd_plan {
 
 /* Plans the n jobs with run[j] != 0 over `world` ranks: simulates handing the jobs out for each
  * candidate set of groups (equal widths; or wide groups for the largest jobs and single ranks for
- * the rest) and keeps the one with the smallest estimated makespan (one group of all ranks unless
- * another is clearly faster). Returns 0, or -1 when out of memory. */
+ * the rest); of those within 10 % of the smallest estimated makespan it keeps the one whose makespan
+ * is smallest on average when the jobs' times are off their estimates (fixed draws: the plan is a
+ * function of the estimates), one group of all ranks unless another is clearly faster. Returns 0,
+ * or -1 when out of memory. */
 int rd_plan_make(const rd_job_cost *costs, const int *run, int n, int world, rd_plan *plan);
 /* The same with every group `width` ranks wide (1..world; larger is taken as world). */
 int rd_plan_make_width(const rd_job_cost *costs, const int *run, int n, int world, int width, rd_plan *plan);
