@@ -96,10 +96,12 @@ SHAPE = {"benchmark": (0.78, 50), "leakage": (0.04, 54), "probe": (0.3, 8)}
 MEASURED_S = {"benchmark": 0.011, "leakage": 0.71, "probe": 0.12}  # one rank, bench/README.md (probe: 2 x 0.06)
 
 
-# Rank 0's checks before any job runs (layout, spec, estimate), per job: CPU time measured with --measure on
-# the 2-vCPU VM of bench/README.md (run --plan, 400 copies of a job minus 100). They run one job after
+# Rank 0's checks before any job runs (layout, spec, estimate), per job: CPU time measured with --measure
+# (run --plan, 400 copies of a job minus 100) on the AVX2-only 2-vCPU VM of the latest round in
+# bench/README.md, after cm's estimate sorted its sample of user ids with the radix sort (it was 8.4 ms
+# on an earlier, faster VM, where the other kinds took 0.8, 1.2 and 0.5 ms). They run one job after
 # another whatever the rank count, before the plan is made.
-PRE_RUN_S = {"cm": 8.4e-3, "benchmark": 0.8e-3, "leakage": 1.2e-3, "probe": 0.5e-3}
+PRE_RUN_S = {"cm": 2.47e-3, "benchmark": 1.77e-3, "leakage": 2.03e-3, "probe": 0.73e-3}
 
 
 def other(kind, sec):

@@ -120,6 +120,16 @@ void rd_sort_doubles(double *x, size_t n) {
   qsort(x, n, sizeof *x, cmp_double);
 }
 
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+void rd_sort_u64(uint64_t *x, size_t n) {
+  if (n >= RD_SORT_SMALL && radix_u64(x, NULL, n) == 0) return;
+  qsort(x, n, sizeof *x, cmp_u64);
+}
+
 static int cmp_key_idx(const void *a, const void *b) {
   const rd_key_idx *x = a, *y = b;
   if (x->key != y->key) return x->key < y->key ? -1 : 1;
@@ -463,11 +473,6 @@ double rd_sum_end(const rd_sum_state *z) { return z->pos % RD_SUM_BLOCK != 0 ? z
 
 
 /* ---- order statistics and distinct values of one array -------------------------------------- */
-
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return (x > y) - (x < y);
-}
 
 /* Targets k[0..nk) (ascending ranks within keys[0..m)) of keys whose bits above `shift + 16` are
  * all equal: small sets are sorted, larger ones split on the next 16 bits and only the buckets

@@ -577,6 +577,33 @@ static void test_sort_key_idx(void) {
   }
 }
 
+static int cmp_u64_t(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* rd_sort_u64 (the cm planner's distinct users) against qsort: below and above the radix threshold,
+ * many ties, keys using the top bit, and keys equal in the low 11-bit digits (skipped passes). */
+static void test_sort_u64(void) {
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  const int64_t sizes[] = {0, 1, 7, RD_SORT_SMALL - 1, RD_SORT_SMALL, 4097, 65536};
+  for (size_t t = 0; t < sizeof sizes / sizeof sizes[0]; t++)
+    for (int spread = 0; spread < 3; spread++) {
+      int64_t n = sizes[t];
+      uint64_t *a = malloc(sizeof(uint64_t) * (size_t)(n + 1)), *b = malloc(sizeof(uint64_t) * (size_t)(n + 1));
+      for (int64_t i = 0; i < n; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        a[i] = b[i] = spread == 0 ? x % 40000 : spread == 1 ? x : (x % 5) << 44;
+      }
+      rd_sort_u64(a, (size_t)n);
+      qsort(b, (size_t)n, sizeof *b, cmp_u64_t);
+      CHECK(n == 0 || memcmp(a, b, sizeof(uint64_t) * (size_t)n) == 0, "rd_sort_u64: %lld keys (spread %d) in qsort's order",
+            (long long)n, spread);
+      free(a);
+      free(b);
+    }
+}
+
 /* ---- tasks over ranks: rank 0 keeps its own results, the others' arrive packed ---- */
 static int square_task(int64_t k, void *arg, double **out, int64_t *n, rd_status *st) {
   (void)arg;
@@ -636,6 +663,7 @@ int main(int argc, char **argv) {
   test_side_names();
   test_recover();
   test_sort_key_idx();
+  test_sort_u64();
   test_run_tasks();
   int rc = t_finish("test_core");
   MPI_Finalize();

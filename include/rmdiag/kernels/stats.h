@@ -25,6 +25,9 @@ void rd_quantiles_inplace(double *work, size_t n, const double *q, size_t nq, do
  * RD_SORT_SMALL values, qsort (equal values, -0 and +0 among them, as qsort leaves them). */
 #define RD_SORT_SMALL 512
 void rd_sort_doubles(double *x, size_t n);
+/* Sorts unsigned 64-bit integers ascending: the same radix sort from RD_SORT_SMALL values on, qsort
+ * below (and without memory for the radix buffers). */
+void rd_sort_u64(uint64_t *x, size_t n);
 /* A sort key and the index of what it came from. */
 typedef struct rd_key_idx {
   int64_t key;

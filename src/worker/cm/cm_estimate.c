@@ -25,11 +25,6 @@
 #define MIN_ELEMS_PER_RANK (1 << 20)
 #define ID_SAMPLE 65536
 
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return (x > y) - (x < y);
-}
-
 /* Users among P pairs from the distinct ids d among the first n: the U for which n uniform draws
  * from U users show d distinct on average, U (1 - exp(-n / U)) = d (all distinct: every pair its
  * own user, as far as the sample tells). String ids are not sampled: P / 20. */
@@ -44,7 +39,7 @@ static double users_estimate(hid_t f, const rd_job *job, const cm_layout *L) {
     free(ids);
     return fmax(1.0, P / 20.0);
   }
-  qsort(ids, (size_t)n, sizeof *ids, cmp_u64);
+  rd_sort_u64(ids, (size_t)n);
   int64_t d = n > 0;
   for (int64_t i = 1; i < n; i++) d += ids[i] != ids[i - 1];
   free(ids);
