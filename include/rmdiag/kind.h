@@ -32,8 +32,14 @@ typedef struct rd_kind {
    * same JSON. */
   int (*parse)(rd_job *job, const rd_jobfile *jf, rd_status *st);
   void (*free_opts)(void *opts);
-  /* Collective: checks the input's layout (names, types, shapes) without computing. */
+  /* Collective: checks the input's layout (names, types, shapes) without computing. With several
+   * jobs each job is validated on one rank alone (a context of one rank). */
   int (*validate)(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd_status *st);
+  /* Optional: what `validate` derived from the input that the job's options need on every rank
+   * (benchmark: the input's source attribute, which may choose the scheme): `validated` reads it on
+   * the rank that validated the job, `adopt` applies it on the others. */
+  int64_t (*validated)(const rd_job *job);
+  void (*adopt)(const rd_job *job, int64_t value);
   /* Collective, optional: every check of the input's values that `run` would make (reading the
    * data), without computing the report. Run before any job when several jobs are to be
    * written, so a bad input found later cannot leave earlier outputs behind, and by `validate`. */

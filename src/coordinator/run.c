@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "rmdiag/backend_select.h"
+#include "rmdiag/common/progress.h"
 #include "rmdiag/common/signals.h"
 #include "rmdiag/kind.h"
 #include "run_internal.h"
@@ -166,7 +167,9 @@ int rd_cmd_run(rd_ctx *ctx, const char *jobpath, const rd_run_flags *fl, rd_stat
   char backend_info[512] = "cpu";
   int made_dir = 0, checks_only = fl->validate_only || fl->plan_only;
   rd_dir_lock lock = {.fd = -1};
+  rd_timing_mark(ctx->rank, "(checks)", NULL);
   if (load_jobfile(ctx, jobpath, &jf, st) != RD_OK) goto done;
+  rd_timing_mark(ctx->rank, "(checks)", "job file");
   /* the output folder is this run's alone before its outputs are looked at */
   if (!checks_only && run_claim_output_dir(ctx, &jf, fl, &lock, &made_dir, st) != RD_OK) goto done;
   plans = calloc((size_t)jf.n_jobs, sizeof *plans);
@@ -174,10 +177,12 @@ int rd_cmd_run(rd_ctx *ctx, const char *jobpath, const rd_run_flags *fl, rd_stat
   if (!checks_only && select_backend(ctx, fl->backend, backend_info, sizeof backend_info, st) != RD_OK) goto done;
   if (checks_only) ctx->backend = &rd_backend_cpu;
   if (run_check_jobs(ctx, &jf, fl, plans, st) != RD_OK) goto done;
+  rd_timing_mark(ctx->rank, "(checks)", "output paths, resume");
   sweeps = calloc((size_t)(jf.n_sweeps ? jf.n_sweeps : 1), sizeof *sweeps);
   if (!sweeps) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
   if (!fl->validate_only && run_sweeps_decide(ctx, &jf, fl, plans, sweeps, st) != RD_OK) goto done;
   if (make_plan(ctx, &jf, plans, fl, &plan, st) != RD_OK) goto done;
+  rd_timing_mark(ctx->rank, "(checks)", "plan");
   if (fl->plan_only) {
     if (ctx->out) print_plan(ctx->out, &jf, plans, &plan);
     goto done;
@@ -187,6 +192,7 @@ int rd_cmd_run(rd_ctx *ctx, const char *jobpath, const rd_run_flags *fl, rd_stat
   if (fl->validate_only || plan.n_run >= 2) {
     if (plan.n_groups > 1 && run_groups_make(ctx, &plan, &group, st) != RD_OK) goto done;
     if (run_check_values(ctx, &jf, plans, &plan, plan.n_groups > 1 ? &group : NULL, st) != RD_OK) goto done;
+    rd_timing_mark(ctx->rank, "(checks)", "input values");
   }
   if (fl->validate_only) {
     if (ctx->out)

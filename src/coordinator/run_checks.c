@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "rmdiag/common/h5in.h"
+#include "rmdiag/common/progress.h"
 #include "rmdiag/kind.h"
 #include "run_internal.h"
 
@@ -60,38 +61,156 @@ static char *out_path(const rd_jobfile *jf, const char *name, const char *ext) {
   return p;
 }
 
-/* Rank 0 resolves the input (real path, size, mtime); every rank then opens the file rank 0 resolved
- * (ranks may start in different folders). */
-static int resolve_input(const rd_ctx *ctx, rd_job *job, const rd_jobfile *jf, job_plan *p, rd_status *st) {
+/* ---- the inputs and their layouts, spread over the ranks ----------------------------------------
+ * Rank 0 resolves every input (real path, size, mtime; ranks may start in different folders, so the
+ * others open what rank 0 resolved) and broadcasts them at once. Then each rank checks its share of
+ * the jobs on its own (job i on rank i mod size): the kind's layout checks, the spec hash (after
+ * them: a kind may fill an option from the input) and the planner's estimate. One all-gather brings
+ * every rank the others' specs, estimates and what a kind's checks derived that the job's options
+ * need everywhere (rd_kind.validated / adopt); the error reported is the first failing job's in
+ * job-file order, as when one rank checks them all one after another. */
+
+/* What rank 0 resolved: the first n_ok inputs, and why the next one could not be (fail). */
+static int resolve_inputs(const rd_ctx *ctx, rd_jobfile *jf, job_plan *plans, int *n_ok, rd_status *fail) {
+  int n = jf->n_jobs;
+  char *buf = NULL;
+  long long len = 0;
+  *n_ok = n;
   if (ctx->rank == 0) {
-    char key[300];
-    snprintf(key, sizeof key, "jobs[%d] (\"%s\").input", job->file_index, job->name);
-    rd_input_stat_get(job->input, jf->path, key, &p->in, st);
+    size_t cap = 0;
+    for (int i = 0; i < n; i++) {
+      char key[300];
+      snprintf(key, sizeof key, "jobs[%d] (\"%s\").input", jf->jobs[i].file_index, jf->jobs[i].name);
+      if (rd_input_stat_get(jf->jobs[i].input, jf->path, key, &plans[i].in, fail) != RD_OK) {
+        *n_ok = i;
+        break;
+      }
+      cap += 3 * sizeof(int64_t) + strlen(plans[i].in.path) + 1;
+    }
+    buf = malloc(cap ? cap : 1);
+    if (!buf) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+    for (int i = 0; i < *n_ok; i++) {
+      const rd_input_stat *in = &plans[i].in;
+      int64_t v[3] = {in->bytes, in->mtime_s, in->mtime_ns};
+      memcpy(buf + len, v, sizeof v);
+      len += (long long)sizeof v;
+      size_t pl = strlen(in->path) + 1;
+      memcpy(buf + len, in->path, pl);
+      len += (long long)pl;
+    }
   }
-  if (rd_share_status(ctx, st, 0) != RD_OK) return st->code;
-  long long len = ctx->rank == 0 ? (long long)strlen(p->in.path) : 0;
-  RD_MPI_CHECK(ctx, MPI_Bcast(&len, 1, MPI_LONG_LONG, 0, ctx->comm));
-  char *real = ctx->rank == 0 ? strdup(p->in.path) : malloc((size_t)len + 1);
-  if (!real) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
-  rd_bcast_bytes(ctx, real, (size_t)len + 1, 0);
-  free(job->input);
-  job->input = real;
-  /* every rank may lead the group that runs the job: each needs its input's identity */
-  long long bytes = (long long)p->in.bytes;
-  RD_MPI_CHECK(ctx, MPI_Bcast(&bytes, 1, MPI_LONG_LONG, 0, ctx->comm));
-  p->in.bytes = bytes;
-  if (ctx->rank != 0 && !(p->in.path = strdup(real))) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+  long long head[2] = {*n_ok, len};
+  RD_MPI_CHECK(ctx, MPI_Bcast(head, 2, MPI_LONG_LONG, 0, ctx->comm));
+  *n_ok = (int)head[0];
+  len = head[1];
+  if (ctx->rank != 0 && !(buf = malloc((size_t)(len ? len : 1)))) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+  rd_bcast_bytes(ctx, buf, (size_t)len, 0);
+  if (*n_ok < n) rd_share_status(ctx, fail, 0);
+  for (int i = 0, at = 0; i < *n_ok; i++) {
+    rd_input_stat *in = &plans[i].in;
+    int64_t v[3];
+    memcpy(v, buf + at, sizeof v);
+    at += (int)sizeof v;
+    char *real = strdup(buf + at);
+    at += (int)strlen(buf + at) + 1;
+    if (!real || (ctx->rank != 0 && !(in->path = strdup(real)))) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+    in->bytes = v[0];
+    in->mtime_s = v[1];
+    in->mtime_ns = v[2];
+    free(jf->jobs[i].input);
+    jf->jobs[i].input = real;
+  }
+  free(buf);
   return RD_OK;
 }
 
-/* Rank 0 hashes the job's spec once its kind has validated the input, which may fill option defaults
- * from the input (benchmark's scheme from the input's source attribute): the spec covers the options
- * the report states. Every rank receives it. */
-static int job_spec(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, job_plan *p, rd_status *st) {
-  if (ctx->rank == 0) rd_spec_sha256(job, jf, &p->in, p->spec, st);
-  if (rd_share_status(ctx, st, 0) != RD_OK) return st->code;
-  rd_bcast_bytes(ctx, p->spec, sizeof p->spec, 0);
+/* One job's checks on this rank alone (`self`): layout, spec, estimate. */
+static int check_job_here(const rd_ctx *self, rd_job *job, const rd_jobfile *jf, job_plan *p, rd_status *st) {
+  if (job->kind->validate(self, job, jf, st) != RD_OK || rd_spec_sha256(job, jf, &p->in, p->spec, st) != RD_OK)
+    return st->code;
+  p->cost = rd_cost_default(p->in.bytes);
+  hid_t f;
+  rd_status est;  /* an input that cannot be opened for this keeps the default */
+  rd_status_init(&est);
+  if (job->kind->estimate && rd_h5_open(job->input, MPI_COMM_NULL, &f, &est) == RD_OK) {
+    job->kind->estimate(f, job, &p->cost);
+    rd_h5_close(f);
+  }
   return RD_OK;
+}
+
+/* A checked job as the all-gather carries it, or (index -1 - i) job i's failure. */
+typedef struct check_rec {
+  int32_t index;
+  int32_t code;
+  int32_t max_ranks;
+  char spec[65];
+  double seconds, serial;
+  int64_t validated;
+} check_rec;
+
+static int check_layouts(const rd_ctx *ctx, rd_jobfile *jf, job_plan *plans, int n_ok, rd_status *fail) {
+  rd_ctx self = *ctx;
+  self.comm = MPI_COMM_SELF;
+  self.rank = 0;
+  self.size = 1;
+  int mine_n = 0;
+  for (int i = ctx->rank; i < n_ok; i += ctx->size) mine_n++;
+  check_rec *mine = calloc((size_t)(mine_n + 1), sizeof *mine);
+  rd_status my_fail;
+  rd_status_init(&my_fail);
+  if (!mine) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+  int k = 0;
+  for (int i = ctx->rank; i < n_ok; i += ctx->size) {
+    rd_job *job = &jf->jobs[i];
+    check_rec *r = &mine[k++];  /* (calloc'd: the padding is zeros too) */
+    if (check_job_here(&self, job, jf, &plans[i], &my_fail) != RD_OK) {
+      r->index = -1 - i;
+      r->code = my_fail.code;
+      break;  /* this rank's later jobs cannot be the first to fail */
+    }
+    r->index = i;
+    r->max_ranks = plans[i].cost.max_ranks;
+    r->seconds = plans[i].cost.seconds;
+    r->serial = plans[i].cost.serial;
+    r->validated = job->kind->validated ? job->kind->validated(job) : 0;
+    memcpy(r->spec, plans[i].spec, sizeof r->spec);
+  }
+  int *counts = malloc(sizeof(int) * (size_t)ctx->size), *displs = malloc(sizeof(int) * (size_t)ctx->size);
+  if (!counts || !displs) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+  int bytes = k * (int)sizeof(check_rec), total = 0;
+  RD_MPI_CHECK(ctx, MPI_Allgather(&bytes, 1, MPI_INT, counts, 1, MPI_INT, ctx->comm));
+  for (int r = 0; r < ctx->size; r++) {
+    displs[r] = total;
+    total += counts[r];
+  }
+  check_rec *all = malloc((size_t)(total ? total : 1));
+  if (!all) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+  RD_MPI_CHECK(ctx, MPI_Allgatherv(mine, bytes, MPI_BYTE, all, counts, displs, MPI_BYTE, ctx->comm));
+  int first = n_ok, first_rank = 0;  /* the first failing job (n_ok: the input rank 0 could not resolve) */
+  for (int r = 0; r < ctx->size; r++)
+    for (int c = 0; c < counts[r] / (int)sizeof(check_rec); c++) {
+      const check_rec *x = &all[displs[r] / (int)sizeof(check_rec) + c];
+      if (x->index < 0) {
+        if (-1 - x->index < first) first = -1 - x->index, first_rank = r;
+        continue;
+      }
+      if (r == ctx->rank) continue;  /* this rank's own */
+      job_plan *p = &plans[x->index];
+      memcpy(p->spec, x->spec, sizeof p->spec);
+      p->cost = (rd_job_cost){.seconds = x->seconds, .serial = x->serial, .max_ranks = x->max_ranks};
+      const rd_job *job = &jf->jobs[x->index];
+      if (job->kind->adopt) job->kind->adopt(job, x->validated);
+    }
+  free(counts);
+  free(displs);
+  free(all);
+  free(mine);
+  if (first < n_ok) {  /* its message comes from the rank that checked it */
+    rd_share_status(ctx, &my_fail, first_rank);
+    *fail = my_fail;
+  }
+  return first < jf->n_jobs ? fail->code : RD_OK;
 }
 
 typedef struct file_id {
@@ -135,23 +254,11 @@ static int check_output_paths(rd_jobfile *jf, job_plan *plans, rd_status *st) {
 }
 
 int run_check_jobs(const rd_ctx *ctx, rd_jobfile *jf, const rd_run_flags *fl, job_plan *plans, rd_status *st) {
-  for (int i = 0; i < jf->n_jobs; i++) {
-    rd_job *job = &jf->jobs[i];
-    RD_TRY(resolve_input(ctx, job, jf, &plans[i], st));
-    if (job->kind->validate(ctx, job, jf, st) != RD_OK) return st->code;
-    RD_TRY(job_spec(ctx, job, jf, &plans[i], st));
-    /* the plan's estimate of the job's cost (rank 0, the layout known to be right) */
-    if (ctx->rank == 0) {
-      plans[i].cost = rd_cost_default(plans[i].in.bytes);
-      hid_t f;
-      rd_status est;  /* an input that cannot be opened for this keeps the default */
-      rd_status_init(&est);
-      if (job->kind->estimate && rd_h5_open(job->input, MPI_COMM_NULL, &f, &est) == RD_OK) {
-        job->kind->estimate(f, job, &plans[i].cost);
-        rd_h5_close(f);
-      }
-    }
-  }
+  int n_ok = 0;
+  RD_TRY(resolve_inputs(ctx, jf, plans, &n_ok, st));
+  rd_timing_mark(ctx->rank, "(checks)", "inputs resolved");
+  RD_TRY(check_layouts(ctx, jf, plans, n_ok, st));
+  rd_timing_mark(ctx->rank, "(checks)", "layouts, specs, estimates");
   if (fl->validate_only) return RD_OK;
   /* the output paths, on every rank (any rank may lead the group that writes them) */
   for (int i = 0; i < jf->n_jobs; i++) {
@@ -161,16 +268,23 @@ int run_check_jobs(const rd_ctx *ctx, rd_jobfile *jf, const rd_run_flags *fl, jo
   }
   if (ctx->rank == 0) check_output_paths(jf, plans, st);
   if (rd_share_status(ctx, st, 0) != RD_OK) return st->code;
-  for (int i = 0; i < jf->n_jobs; i++) {
+  /* rank 0 decides for every job (write, skip or stop), then one broadcast */
+  int *act = malloc(sizeof(int) * (size_t)(jf->n_jobs ? jf->n_jobs : 1));
+  if (!act) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+  for (int i = 0; i < jf->n_jobs && ctx->rank == 0; i++) {
     job_plan *p = &plans[i];
-    p->force = fl->force;
-    if (ctx->rank == 0) rd_output_decide(p->json_path, p->h5_path, p->spec, fl->resume, fl->force, &p->action, st);
-    if (rd_share_status(ctx, st, 0) != RD_OK) return st->code;
-    int a = (int)p->action;
-    RD_MPI_CHECK(ctx, MPI_Bcast(&a, 1, MPI_INT, 0, ctx->comm));
-    p->action = (rd_out_action)a;
+    if (rd_output_decide(p->json_path, p->h5_path, p->spec, fl->resume, fl->force, &p->action, st) != RD_OK) break;
+    act[i] = (int)p->action;
   }
-  return RD_OK;
+  if (rd_share_status(ctx, st, 0) == RD_OK) {
+    RD_MPI_CHECK(ctx, MPI_Bcast(act, jf->n_jobs, MPI_INT, 0, ctx->comm));
+    for (int i = 0; i < jf->n_jobs; i++) {
+      plans[i].force = fl->force;
+      plans[i].action = (rd_out_action)act[i];
+    }
+  }
+  free(act);
+  return st->code;
 }
 
 /* A kind's value checks, with the job's own seed. */

@@ -1,7 +1,8 @@
 """RMDIAG_TIMING: unset or 0 prints no phase times; any other value prints rank 0's
 ("[timing] JOB: PHASE  S s"); "all" prints every rank's, each line naming its rank in the job's
 group ("[timing] rank R JOB: PHASE  S s"): on a cm job run on a group of 2, rank 1 marks the phases
-it takes part in and rank 0 those and its own (report, outputs)."""
+it takes part in and rank 0 those and its own (report, outputs). The run's own phases before the
+first job (the job file, the inputs, their layouts, the plan) come first, labelled "(checks)"."""
 import os
 import re
 
@@ -27,13 +28,19 @@ for value in (None, "0"):
     lines = timing_lines(value)
     check(lines == [], f"RMDIAG_TIMING={value}: no phase times ({lines[:2]})")
 
+CHECKS = ["job file", "inputs resolved", "layouts, specs, estimates", "output paths, resume", "plan"]
 lines = timing_lines("1")
 check(len(lines) >= 3, f"RMDIAG_TIMING=1: phase times printed ({len(lines)} lines)")
-plain = re.compile(r"^\[timing\] c: (.+?) +[0-9.]+ s$")
+plain = re.compile(r"^\[timing\] (c|\(checks\)): (.+?) +[0-9.]+ s$")
 check(all(plain.match(l) for l in lines), f"RMDIAG_TIMING=1: rank 0's lines without a rank ({lines[:3]})")
-phases0 = [plain.match(l).group(1) for l in lines]
+checks = [plain.match(l).group(2) for l in lines if plain.match(l) and plain.match(l).group(1) == "(checks)"]
+check(checks == CHECKS, f"RMDIAG_TIMING=1: the run's checks, in order ({checks})")
+check(all(plain.match(l) and plain.match(l).group(1) == "(checks)" for l in lines[:len(CHECKS)]),
+      f"RMDIAG_TIMING=1: the checks come before the job's phases ({lines[:6]})")
+lines = [l for l in lines if not l.startswith("[timing] (checks)")]
+phases0 = [plain.match(l).group(2) for l in lines if plain.match(l)]
 
-lines = timing_lines("all")
+lines = [l for l in timing_lines("all") if "(checks)" not in l]
 ranked = re.compile(r"^\[timing\] rank (\d+) c: (.+?) +[0-9.]+ s$")
 check(all(ranked.match(l) for l in lines), f"RMDIAG_TIMING=all: every line names its rank ({lines[:3]})")
 by_rank = {}

@@ -150,6 +150,8 @@ int bench_read_ties(hid_t f, const rd_job *job, const rd_dsinfo *ids, bench_plan
 /* Checks the layout and the item tables and resolves the scheme (rank 0, the file open serially). */
 int bench_prepare(hid_t f, const rd_job *job, bench_plan *p, bench_root *r, rd_status *st);
 int bench_validate(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd_status *st);
+int64_t bench_validated(const rd_job *job);                /* the input's source, after validate */
+void bench_adopt(const rd_job *job, int64_t source);      /* the same on a rank that did not validate */
 /* The planner's estimate of the job (rank 0, after validate; bench_estimate.c). */
 void bench_estimate(hid_t f, const rd_job *job, rd_job_cost *cost);
 /* Every rank gets the plan from rank 0. */

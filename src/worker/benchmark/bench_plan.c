@@ -275,6 +275,14 @@ int bench_validate(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, r
   return rd_share_status(ctx, st, 0);
 }
 
+int64_t bench_validated(const rd_job *job) { return ((const bench_opts *)job->opts)->source; }
+
+void bench_adopt(const rd_job *job, int64_t source) {
+  rd_status ignored;  /* the rank that validated the job made the same check */
+  rd_status_init(&ignored);
+  bench_scheme_from_source(job->opts, job->effective, (int)source, job, &ignored);
+}
+
 void bench_plan_share(const rd_ctx *ctx, bench_plan *p) {
   rd_bcast_bytes(ctx, &p->d, sizeof p->d, 0);
   const bench_dims *d = &p->d;
