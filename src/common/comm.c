@@ -257,15 +257,59 @@ int rd_run_tasks(const rd_ctx *ctx, int64_t n_tasks, const double *cost, rd_task
   return rd_run_tasks_pinned(ctx, n_tasks, cost, NULL, fn, arg, results, lens, st);
 }
 
+/* The unpinned tasks in the order they are handed out: largest cost first, ties in task order. */
+static int64_t handout_order(int64_t n_tasks, const double *cost, const int *pin, int64_t *order) {
+  int64_t n = 0;
+  for (int64_t k = 0; k < n_tasks; k++)
+    if (!pin || pin[k] < 0) order[n++] = k;
+  sort_costs = cost;
+  if (cost) qsort(order, (size_t)n, sizeof *order, by_cost_desc);
+  sort_costs = NULL;
+  return n;
+}
+
+/* One task computed here: rank 0 keeps its result where it belongs (on one rank: every result, no
+ * copy); the other ranks pack [task, length, values...] for the gather. */
+typedef struct task_pack {
+  double *v;
+  int64_t n, cap;
+} task_pack;
+
+static int run_task(const rd_ctx *ctx, int64_t k, rd_task_fn fn, void *arg, double **res, int64_t *len, task_pack *pk,
+                    rd_status *st) {
+  double *out = NULL;
+  int64_t n = 0;
+  if (fn(k, arg, &out, &n, st) != RD_OK) {
+    free(out);
+    return st->code;
+  }
+  if (ctx->rank == 0) {
+    if (!out && !(out = malloc(sizeof(double)))) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+    res[k] = out;
+    len[k] = n;
+    return RD_OK;
+  }
+  if (pk->n + n + 2 > pk->cap) {
+    pk->cap = 2 * (pk->n + n + 2) + 64;
+    double *np = realloc(pk->v, sizeof(double) * (size_t)pk->cap);
+    if (!np) rd_abort(ctx, __FILE__, __LINE__, "out of memory packing task results");
+    pk->v = np;
+  }
+  pk->v[pk->n++] = (double)k;
+  pk->v[pk->n++] = (double)n;
+  if (n > 0) memcpy(pk->v + pk->n, out, sizeof(double) * (size_t)n);
+  pk->n += n;
+  free(out);
+  return RD_OK;
+}
+
 int rd_run_tasks_pinned(const rd_ctx *ctx, int64_t n_tasks, const double *cost, const int *pin, rd_task_fn fn,
                         void *arg, double ***results, int64_t **lens, rd_status *st) {
   *results = NULL;
   *lens = NULL;
-  int *owner = malloc(sizeof(int) * (size_t)(n_tasks ? n_tasks : 1));
-  if (!owner) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
-  rd_assign_tasks_pinned(n_tasks, cost, pin, ctx->size, owner);
-  /* rank 0 keeps the results of its own tasks as they come (on one rank: every result, no copy);
-   * the other ranks pack theirs as [length, values...] in task order for the gather */
+  int64_t *order = malloc(sizeof(int64_t) * (size_t)(n_tasks ? n_tasks : 1));
+  if (!order) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+  int64_t n_free = handout_order(n_tasks, cost, pin, order);
   double **res = NULL;
   int64_t *len = NULL;
   if (ctx->rank == 0) {
@@ -273,44 +317,41 @@ int rd_run_tasks_pinned(const rd_ctx *ctx, int64_t n_tasks, const double *cost, 
     len = calloc((size_t)(n_tasks ? n_tasks : 1), sizeof *len);
     if (!res || !len) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
   }
-  double *pack = NULL;
-  int64_t npack = 0, cap = 0;
-  for (int64_t k = 0; k < n_tasks && st->code == RD_OK; k++) {
-    if (owner[k] != ctx->rank) continue;
-    double *out = NULL;
-    int64_t n = 0;
-    if (fn(k, arg, &out, &n, st) != RD_OK) {
-      free(out);
-      break;
+  task_pack pk = {NULL, 0, 0};
+  /* a rank's pinned tasks first (only it has their data), then the others from a counter on rank 0,
+   * largest first: a rank whose tasks take longer than their estimates takes fewer of them */
+  for (int64_t k = 0; pin && k < n_tasks && st->code == RD_OK; k++)
+    if (pin[k] >= 0 && (pin[k] < ctx->size ? pin[k] : 0) == ctx->rank) run_task(ctx, k, fn, arg, res, len, &pk, st);
+  if (ctx->size == 1) {
+    for (int64_t i = 0; i < n_free && st->code == RD_OK; i++) run_task(ctx, order[i], fn, arg, res, len, &pk, st);
+  } else {
+    long long *next = NULL;
+    MPI_Win win;
+    MPI_Aint bytes = ctx->rank == 0 ? (MPI_Aint)sizeof(long long) : 0;
+    RD_MPI_CHECK(ctx, MPI_Win_allocate(bytes, sizeof(long long), MPI_INFO_NULL, ctx->comm, &next, &win));
+    if (ctx->rank == 0) *next = 0;
+    RD_MPI_CHECK(ctx, MPI_Barrier(ctx->comm));
+    RD_MPI_CHECK(ctx, MPI_Win_lock_all(0, win));
+    while (st->code == RD_OK) {
+      long long one = 1, i = 0;
+      RD_MPI_CHECK(ctx, MPI_Fetch_and_op(&one, &i, MPI_LONG_LONG, 0, 0, MPI_SUM, win));
+      RD_MPI_CHECK(ctx, MPI_Win_flush(0, win));
+      if (i >= n_free) break;
+      run_task(ctx, order[i], fn, arg, res, len, &pk, st);
     }
-    if (ctx->rank == 0) {
-      if (!out && !(out = malloc(sizeof(double)))) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
-      res[k] = out;
-      len[k] = n;
-      continue;
-    }
-    if (npack + n + 1 > cap) {
-      cap = 2 * (npack + n + 1) + 64;
-      double *np = realloc(pack, sizeof(double) * (size_t)cap);
-      if (!np) rd_abort(ctx, __FILE__, __LINE__, "out of memory packing task results");
-      pack = np;
-    }
-    pack[npack++] = (double)n;
-    if (n > 0) memcpy(pack + npack, out, sizeof(double) * (size_t)n);
-    npack += n;
-    free(out);
+    RD_MPI_CHECK(ctx, MPI_Win_unlock_all(win));
+    /* the ranks finish at different times: wait without taking a core from those still working */
+    rd_barrier_paced(ctx);
+    RD_MPI_CHECK(ctx, MPI_Win_free(&win));
   }
-  /* the ranks finish their tasks at different times (rank 0 may hold long pinned ones): wait
-   * without taking a core from the ranks still working */
-  rd_barrier_paced(ctx);
+  free(order);
   if (rd_agree(ctx, st) != RD_OK) {
     rd_free_task_results(res, len, n_tasks);
-    free(pack);
-    free(owner);
+    free(pk.v);
     return st->code;
   }
-  if (npack > INT32_MAX) rd_abort(ctx, __FILE__, __LINE__, "task results too large");
-  int mine = (int)npack, *counts = NULL, *displs = NULL;
+  if (pk.n > INT32_MAX) rd_abort(ctx, __FILE__, __LINE__, "task results too large");
+  int mine = (int)pk.n, *counts = NULL, *displs = NULL;
   double *all = NULL;
   if (ctx->rank == 0) {
     counts = malloc(sizeof(int) * (size_t)ctx->size);
@@ -328,30 +369,24 @@ int rd_run_tasks_pinned(const rd_ctx *ctx, int64_t n_tasks, const double *cost, 
     all = malloc(sizeof(double) * (size_t)(total ? total : 1));
     if (!all) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
   }
-  RD_MPI_CHECK(ctx, MPI_Gatherv(pack, mine, MPI_DOUBLE, all, counts, displs, MPI_DOUBLE, 0, ctx->comm));
-  free(pack);
+  RD_MPI_CHECK(ctx, MPI_Gatherv(pk.v, mine, MPI_DOUBLE, all, counts, displs, MPI_DOUBLE, 0, ctx->comm));
+  free(pk.v);
   if (ctx->rank == 0) {
-    int64_t *pos = malloc(sizeof(int64_t) * (size_t)ctx->size);
-    if (!pos) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
-    for (int r = 0; r < ctx->size; r++) pos[r] = displs[r];
-    for (int64_t k = 0; k < n_tasks; k++) {
-      if (owner[k] == 0) continue;  /* kept as computed */
-      int64_t *p = &pos[owner[k]];
-      int64_t n = (int64_t)all[(*p)++];
+    for (int64_t p = 0; p < total;) {  /* [task, length, values...] as each rank computed them */
+      int64_t k = (int64_t)all[p], n = (int64_t)all[p + 1];
+      p += 2;
       res[k] = malloc(sizeof(double) * (size_t)(n ? n : 1));
       if (!res[k]) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
-      memcpy(res[k], all + *p, sizeof(double) * (size_t)n);
-      *p += n;
+      memcpy(res[k], all + p, sizeof(double) * (size_t)n);
+      p += n;
       len[k] = n;
     }
-    free(pos);
     *results = res;
     *lens = len;
   }
   free(all);
   free(counts);
   free(displs);
-  free(owner);
   return RD_OK;
 }
 

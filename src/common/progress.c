@@ -42,6 +42,7 @@ void rd_progress_update(rd_progress *p, int64_t done) {
   if (t - p->t_last < (p->tty ? PROGRESS_TTY_EVERY : (o > 0.0 ? o : PROGRESS_LOG_EVERY)) && p->shown) return;
   p->t_last = t;
   p->shown = 1;
+  if (p->total > 0 && done > p->total) done = p->total;  /* (a rank's share was estimated; tasks are handed out) */
   double frac = p->total > 0 ? (double)done / (double)p->total : 0.0;
   if (p->tty) {
     char bar[31];

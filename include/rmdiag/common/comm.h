@@ -59,19 +59,22 @@ int rd_allgather_rows(const rd_ctx *ctx, const void *mine, void *all, int64_t n_
                       size_t elem);
 
 /* Independent tasks spread over ranks. Each task returns a vector of doubles (malloc'd into
- * *out); rank 0 receives every task's vector (results[k], lens[k]). Tasks go to ranks by
- * longest-processing-time-first on the estimated `cost` (NULL: equal costs), computed the same
- * way on every rank. Each task is computed entirely by one rank, so results do not depend on
- * the rank count. Collective; a failing task's status is agreed like any phase. */
+ * *out); rank 0 receives every task's vector (results[k], lens[k]). Tasks are handed out largest
+ * estimated `cost` first (NULL: equal costs, task order) to whichever rank asks next (a counter on
+ * rank 0, MPI atomics), so a rank whose tasks run longer than estimated takes fewer. Each task is
+ * computed entirely by one rank, so results do not depend on the rank count nor on who computed
+ * what. Collective; a failing task's status is agreed like any phase. */
 typedef int (*rd_task_fn)(int64_t task, void *arg, double **out, int64_t *n_out, rd_status *st);
 int rd_run_tasks(const rd_ctx *ctx, int64_t n_tasks, const double *cost, rd_task_fn fn, void *arg,
                  double ***results, int64_t **lens, rd_status *st);
 void rd_free_task_results(double **results, int64_t *lens, int64_t n_tasks);
-/* The same with some tasks pinned to a rank (pin[k] >= 0: only that rank has the task's data); the
- * others are spread around them. */
+/* The same with some tasks pinned to a rank (pin[k] >= 0: only that rank has the task's data); a rank
+ * computes its pinned tasks first, then takes the others as above. */
 int rd_run_tasks_pinned(const rd_ctx *ctx, int64_t n_tasks, const double *cost, const int *pin, rd_task_fn fn,
                         void *arg, double ***results, int64_t **lens, rd_status *st);
-/* The rank of each task under the rule above (owner[k]); pin may be NULL. */
+/* A static assignment of tasks to `size` ranks or groups by longest-processing-time-first on `cost`
+ * (owner[k]; pinned tasks keep their rank, pin may be NULL): for work planned ahead (the value
+ * checks over rank groups, probe's units) and for progress lines' estimates of a rank's share. */
 void rd_assign_tasks(int64_t n_tasks, const double *cost, int size, int *owner);
 void rd_assign_tasks_pinned(int64_t n_tasks, const double *cost, const int *pin, int size, int *owner);
 
