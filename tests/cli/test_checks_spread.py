@@ -8,6 +8,7 @@ every rank, so the job computes the same report whichever rank checked it and wh
 import os
 
 from rdtest import *
+from benchutil import rb2_hand_rows
 
 d = scratch("checks_spread")
 rng = np.random.default_rng(5)
@@ -60,14 +61,8 @@ for k, (what, jobs, words) in enumerate(cases):
 # ---- what a job's checks derive from its input reaches every rank --------------------------------------
 # A RewardBench 2 import says so in its source attribute; jobs without "scheme" take rewardbench-v2 from
 # it. Here such jobs are checked on ranks 1 and 2 (jobs 1 and 2 of 3) and run by groups led by other ranks.
-won, lost = [3.0, 1.0, 2.0, 0.0], [0.0, 1.0, 2.0, 3.0]
-plan = {"Factuality": [won, lost], "Precise IF": [won], "Math": [lost, lost], "Safety": [won],
-        "Focus": [won, won, lost, won]}
-rows = [{"_record": "metadata", "model": "M"}]
-rows += [{"id": f"{s}-{i}", "subset": s, "num_correct": 1, "scores": sc} for s, lst in plan.items()
-         for i, sc in enumerate(lst)]
 with open(os.path.join(d, "m.jsonl"), "w") as f:
-    f.write("\n".join(json.dumps(r) for r in rows) + "\n")
+    f.write("".join(json.dumps(r) + "\n" for r in rb2_hand_rows()))
 code, _, err = run(["import", "rewardbench2", os.path.join(d, "m.jsonl"), "-o", os.path.join(d, "rb2.h5")])
 check(code == 0, f"rewardbench2 import ({err.strip()})")
 jobs = [cm_job("cm0", good)]

@@ -9,6 +9,7 @@ import json
 import os
 
 from rdtest import *
+from benchutil import rb2_hand_rows
 
 d = scratch("import_guardrails")
 
@@ -170,13 +171,7 @@ expect_input_error("nothing in common", ["import", "rewardbench", a, c, "--drop-
 # ---- benchmark: the scheme from the input's source attribute ----------------------------------------
 # one model; credits (num_correct 1, strict win of the first score): Factuality 1/2, Precise IF 1, Math 0/2,
 # Safety 1, Focus 3/4; Ties absent (allow_missing). Score = mean of the five sections = 0.65.
-won, lost = [3.0, 1.0, 2.0, 0.0], [0.0, 1.0, 2.0, 3.0]
-plan = {"Factuality": [won, lost], "Precise IF": [won], "Math": [lost, lost], "Safety": [won],
-        "Focus": [won, won, lost, won]}
-rows = [{"_record": "metadata", "model": "M"}]
-rows += [{"id": f"{s}-{k}", "subset": s, "num_correct": 1, "scores": sc} for s, lst in plan.items()
-         for k, sc in enumerate(lst)]
-rb2 = jsonl("m.jsonl", rows)
+rb2 = jsonl("m.jsonl", rb2_hand_rows())
 code, _, err = run(["import", "rewardbench2", rb2, "-o", os.path.join(d, "rb2.h5")])
 check(code == 0, f"rewardbench2 import ({err.strip()})")
 with h5py.File(os.path.join(d, "rb2.h5")) as f:

@@ -168,3 +168,17 @@ def quantiles95(x):
 def replay_draws(seed, job, subset, rep, n):
     """The units rmdiag's replicate `rep` draws for a subset of n units."""
     return draws_below(seed, job, "bench.bootstrap/" + subset, rep, n, n)
+
+
+def rb2_hand_rows(model="M"):
+    """One model's RewardBench 2 results (the rows `rmdiag import rewardbench2` reads: a metadata record,
+    then one record per item) whose scores a hand can check. Credits, num_correct 1 and a strict win of
+    the first score: Factuality 1/2, Precise IF 1, Math 0/2, Safety 1, Focus 3/4; no Ties rows (they need
+    allow_missing). The score is the mean of the five sections, (0.5 + 1 + 0 + 1 + 0.75) / 5 = 0.65."""
+    won, lost = [3.0, 1.0, 2.0, 0.0], [0.0, 1.0, 2.0, 3.0]
+    plan = {"Factuality": [won, lost], "Precise IF": [won], "Math": [lost, lost], "Safety": [won],
+            "Focus": [won, won, lost, won]}
+    rows = [{"_record": "metadata", "model": model}]
+    rows += [{"id": f"{s}-{k}", "subset": s, "num_correct": 1, "scores": sc} for s, lst in plan.items()
+             for k, sc in enumerate(lst)]
+    return rows
