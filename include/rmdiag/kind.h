@@ -32,8 +32,9 @@ typedef struct rd_kind {
    * same JSON. */
   int (*parse)(rd_job *job, const rd_jobfile *jf, rd_status *st);
   void (*free_opts)(void *opts);
-  /* Collective: checks the input's layout (names, types, shapes) without computing. With several
-   * jobs each job is validated on one rank alone (a context of one rank). */
+  /* Checks the input's layout (names, types, shapes) without computing. The run calls it on one
+   * rank alone (a context of one rank; each rank checks a share of the jobs), so what it derives
+   * from the input for the job's options reaches the other ranks only through the next two. */
   int (*validate)(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd_status *st);
   /* Optional: what `validate` derived from the input that the job's options need on every rank
    * (benchmark: the input's source attribute, which may choose the scheme): `validated` reads it on

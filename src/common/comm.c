@@ -222,6 +222,17 @@ static int by_cost_desc(const void *a, const void *b) {
   return (i > j) - (i < j);
 }
 
+/* The unpinned tasks in the order they are handed out: largest cost first, ties in task order. */
+static int64_t handout_order(int64_t n_tasks, const double *cost, const int *pin, int64_t *order) {
+  int64_t n = 0;
+  for (int64_t k = 0; k < n_tasks; k++)
+    if (!pin || pin[k] < 0) order[n++] = k;
+  sort_costs = cost;
+  if (cost) qsort(order, (size_t)n, sizeof *order, by_cost_desc);
+  sort_costs = NULL;
+  return n;
+}
+
 void rd_assign_tasks(int64_t n_tasks, const double *cost, int size, int *owner) {
   rd_assign_tasks_pinned(n_tasks, cost, NULL, size, owner);
 }
@@ -230,18 +241,14 @@ void rd_assign_tasks_pinned(int64_t n_tasks, const double *cost, const int *pin,
   int64_t *order = malloc(sizeof(int64_t) * (size_t)(n_tasks ? n_tasks : 1));
   double *load = calloc((size_t)size, sizeof *load);
   if (!order || !load) abort();
-  for (int64_t k = 0; k < n_tasks; k++) order[k] = k;
-  sort_costs = cost;
-  qsort(order, (size_t)n_tasks, sizeof *order, by_cost_desc);
-  sort_costs = NULL;
   /* pinned tasks first: their ranks start with that load */
   for (int64_t k = 0; pin && k < n_tasks; k++)
     if (pin[k] >= 0) {
       owner[k] = pin[k] < size ? pin[k] : 0;
       load[owner[k]] += cost ? cost[k] : 1.0;
     }
-  for (int64_t i = 0; i < n_tasks; i++) {
-    if (pin && pin[order[i]] >= 0) continue;
+  int64_t n_free = handout_order(n_tasks, cost, pin, order);
+  for (int64_t i = 0; i < n_free; i++) {
     int best = 0;
     for (int r = 1; r < size; r++)
       if (load[r] < load[best]) best = r;
@@ -255,17 +262,6 @@ void rd_assign_tasks_pinned(int64_t n_tasks, const double *cost, const int *pin,
 int rd_run_tasks(const rd_ctx *ctx, int64_t n_tasks, const double *cost, rd_task_fn fn, void *arg,
                  double ***results, int64_t **lens, rd_status *st) {
   return rd_run_tasks_pinned(ctx, n_tasks, cost, NULL, fn, arg, results, lens, st);
-}
-
-/* The unpinned tasks in the order they are handed out: largest cost first, ties in task order. */
-static int64_t handout_order(int64_t n_tasks, const double *cost, const int *pin, int64_t *order) {
-  int64_t n = 0;
-  for (int64_t k = 0; k < n_tasks; k++)
-    if (!pin || pin[k] < 0) order[n++] = k;
-  sort_costs = cost;
-  if (cost) qsort(order, (size_t)n, sizeof *order, by_cost_desc);
-  sort_costs = NULL;
-  return n;
 }
 
 /* One task computed here: rank 0 keeps its result where it belongs (on one rank: every result, no

@@ -250,7 +250,6 @@ int bench_prepare(hid_t f, const rd_job *job, bench_plan *p, bench_root *r, rd_s
  * options change on every rank before the spec is hashed) and checks the layout and tables. */
 int bench_validate(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, rd_status *st) {
   (void)jf;
-  int source = 0;
   if (ctx->rank == 0) {
     hid_t f;
     if (rd_h5_open(job->input, MPI_COMM_NULL, &f, st) == RD_OK) {
@@ -258,19 +257,12 @@ int bench_validate(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, r
       bench_root r;
       memset(&p, 0, sizeof p);
       memset(&r, 0, sizeof r);
-      source = bench_read_source(f, job->group);
-      if (bench_scheme_from_source(job->opts, job->effective, source, job, st) == RD_OK)
+      if (bench_scheme_from_source(job->opts, job->effective, bench_read_source(f, job->group), job, st) == RD_OK)
         bench_prepare(f, job, &p, &r, st);
       bench_plan_free(&p);
       bench_root_free(&r);
       rd_h5_close(f);
     }
-  }
-  RD_MPI_CHECK(ctx, MPI_Bcast(&source, 1, MPI_INT, 0, ctx->comm));
-  if (ctx->rank != 0) {
-    rd_status ignored;  /* rank 0 made the same check */
-    rd_status_init(&ignored);
-    bench_scheme_from_source(job->opts, job->effective, source, job, &ignored);
   }
   return rd_share_status(ctx, st, 0);
 }
