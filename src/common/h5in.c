@@ -713,16 +713,16 @@ int64_t rd_h5_chunk_rows(hid_t f, const rd_dsinfo *info, hid_t memtype) {
   return ok ? (int64_t)chunk[0] : 0;
 }
 
-int rd_h5_chunk_offsets(hid_t f, const char *path, int64_t rows_per_chunk, int64_t n, int64_t *offset) {
+int rd_h5_chunk_offsets(hid_t f, const char *path, int64_t rows_per_chunk, int64_t c0, int64_t n, int64_t *offset) {
   hid_t d = H5Dopen2(f, path, H5P_DEFAULT);
   if (d < 0) return -1;
   int rc = 0;
-  for (int64_t c = 0; c < n && rc == 0; c++) {
-    hsize_t at[2] = {(hsize_t)(c * rows_per_chunk), 0}, size = 0;
+  for (int64_t k = 0; k < n && rc == 0; k++) {
+    hsize_t at[2] = {(hsize_t)((c0 + k) * rows_per_chunk), 0}, size = 0;
     haddr_t addr = HADDR_UNDEF;
     unsigned mask = 0;
     if (H5Dget_chunk_info_by_coord(d, at, &mask, &addr, &size) < 0 || addr == HADDR_UNDEF || mask != 0) rc = -1;
-    else offset[c] = (int64_t)addr;
+    else offset[k] = (int64_t)addr;
   }
   H5Dclose(d);
   return rc;

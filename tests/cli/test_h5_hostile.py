@@ -2,7 +2,7 @@
 dataset and what is wrong, quickly, and before anything is allocated for the declared shape:
 - declared shapes the file's storage does not hold: a contiguous dataset created and never written
   (a 5 KB file declaring 2^40 x 4), a chunked one none of whose chunks were written (2^27 x 4), one
-  whose writer stopped half-way (the first missing chunk's rows are named);
+  whose writer stopped half-way (the first missing chunk's rows are named, also among 131,072 chunks);
 - declared shapes too large for memory to read (small gzip "bombs" of zeros, chunks written
   directly; RMDIAG_MEMORY_LIMIT stands for a small machine): a 1-D dataset read whole, and a
   [P, R] / [N, d] dataset whose rows one rank would hold;
@@ -141,6 +141,19 @@ def cm_partial(f):
 case("cm_partial", "cm", cm_partial, cmds=("validate", "run"),
      expect=["in.h5: dataset /cm/in_train declares shape [40, 3] but only 2 of its 4 chunks were ever written "
              "(the first missing one holds rows 20..29)"])
+
+
+def cm_stopped_late(f):
+    cm_file(f, skip=("in_train",))
+    ds = f.create_dataset("cm/in_train", shape=(2**17, R), dtype="u1", chunks=(1, R))
+    ds[:100000] = 1   # the writer stopped after 100,000 of 131,072 one-row chunks
+
+
+# the first missing chunk is found through the chunk index in about a second (finding it by walking
+# the index from its first chunk for each chunk, as HDF5 1.10's chunk query does, took over a minute)
+case("cm_stopped_late", "cm", cm_stopped_late,
+     expect=["in.h5: dataset /cm/in_train declares shape [131072, 3] but only 100000 of its 131072 chunks were ever "
+             "written (the first missing one holds rows 100000..100000)"])
 
 
 def probe_partial(f):

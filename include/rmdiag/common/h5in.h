@@ -95,9 +95,12 @@ void rd_h5_unmap(rd_h5_map *m);
 /* The same for a 2-D dataset stored in chunks of whole rows: unfiltered, every chunk written, in the
  * memory's type, in a file without a user block. rd_h5_chunk_rows gives the rows per chunk (0 when
  * the dataset does not qualify or RMDIAG_NO_MMAP is set); rd_h5_chunk_offsets the file offset of
- * each of its n chunks (chunk c holds rows c*rows_per_chunk ...): 0, or -1 when one is missing. */
+ * each of chunks c0 .. c0+n-1 (chunk c holds rows c*rows_per_chunk ...) in offset[0 .. n-1]: 0, or -1
+ * when one is missing. HDF5 1.10 finds a chunk's address by walking the chunk index from its first
+ * chunk, so chunk c costs about c steps (RD_H5_CHUNK_STEPS counts a range's). */
 int64_t rd_h5_chunk_rows(hid_t f, const rd_dsinfo *info, hid_t memtype);
-int rd_h5_chunk_offsets(hid_t f, const char *path, int64_t rows_per_chunk, int64_t n, int64_t *offset);
+int rd_h5_chunk_offsets(hid_t f, const char *path, int64_t rows_per_chunk, int64_t c0, int64_t n, int64_t *offset);
+#define RD_H5_CHUNK_STEPS(c0, c1) (((double)(c1) * (double)(c1) - (double)(c0) * (double)(c0)) / 2.0)
 
 /* A whole 1-D numeric dataset widened to double (integers converted exactly up to 2^53). */
 int rd_h5_read_numeric(hid_t f, const char *file, const rd_dsinfo *info, double *out, rd_status *st);

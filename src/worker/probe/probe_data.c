@@ -2,6 +2,7 @@
  * pieces bounded by max_memory_mb), the training rows a rank holds (row sets, loaded in segments
  * and uploaded to a backend that has kernels), and the check that every feature used is finite. */
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,15 +22,52 @@
 
 /* ---- mappings -------------------------------------------------------------------------------- */
 
-/* A chunked X: each chunk's offset in the file (chunk_at, relative to the first), and the span of the
- * file that holds them all in start and len; 1 when every chunk is there and float-aligned. */
-static int chunk_span(probe_run *R, feat_src *X, int64_t *start, int64_t *len) {
-  int64_t n = (X->N + X->chunk_rows - 1) / X->chunk_rows, bytes = X->chunk_rows * X->d * (int64_t)sizeof(float);
+/* A chunked X's chunk addresses. HDF5 1.10 finds one by walking the chunk index from its first chunk,
+ * so chunk c costs about c steps and a dataset of n chunks n^2/2 (15 ns a step on the 2-vCPU VMs of
+ * bench/README.md: 0.07 s for 3,125 chunks, 2.9 s for 20,000). The group shares the walk: rank r looks
+ * up chunks [walk_bound(r), walk_bound(r + 1)), about n^2/(2 size) steps each, and one all-gather gives
+ * every rank all of them. A dataset whose share would pass MAP_MAX_STEPS (about a second; some 11,600
+ * chunks on one rank, 23,000 on four) is read through HDF5 instead, as one that cannot be mapped. */
+#define MAP_MAX_STEPS 6.7e7
+
+static int64_t walk_bound(int64_t n, int r, int size) {
+  return r >= size ? n : (int64_t)((double)n * sqrt((double)r / (double)size));
+}
+
+/* Collective over the group, on every rank for the same datasets: X->chunk_at[c] the file offset of
+ * chunk c, -1 where a rank's lookup failed; 0 (nothing looked up) when the walk would be too long. */
+static int chunk_offsets(probe_run *R, feat_src *X) {
+  const rd_ctx *ctx = R->ctx;
+  int size = ctx->size, me = ctx->rank;
+  int64_t n = (X->N + X->chunk_rows - 1) / X->chunk_rows;
+  for (int r = 0; r < size; r++)
+    if (RD_H5_CHUNK_STEPS(walk_bound(n, r, size), walk_bound(n, r + 1, size)) > MAP_MAX_STEPS) return 0;
+  int *counts = malloc(sizeof(int) * (size_t)size), *displs = malloc(sizeof(int) * (size_t)size);
+  X->chunk_at = malloc(sizeof(int64_t) * (size_t)n);
+  if (!counts || !displs || !X->chunk_at) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+  for (int r = 0; r < size; r++) {
+    displs[r] = (int)walk_bound(n, r, size);
+    counts[r] = (int)(walk_bound(n, r + 1, size) - displs[r]);
+  }
+  int64_t a = displs[me], k = counts[me];
   rd_status st;
   rd_status_init(&st);
-  if (R->h5 < 0 && rd_h5_open(R->job->input, MPI_COMM_NULL, &R->h5, &st) != RD_OK) return 0;
-  X->chunk_at = malloc(sizeof(int64_t) * (size_t)n);
-  if (!X->chunk_at || rd_h5_chunk_offsets(R->h5, X->path, X->chunk_rows, n, X->chunk_at) != 0) return 0;
+  if (k > 0 && ((R->h5 < 0 && rd_h5_open(R->job->input, MPI_COMM_NULL, &R->h5, &st) != RD_OK) ||
+                rd_h5_chunk_offsets(R->h5, X->path, X->chunk_rows, a, k, X->chunk_at + a) != 0))
+    for (int64_t c = a; c < a + k; c++) X->chunk_at[c] = -1;
+  RD_MPI_CHECK(ctx, MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, X->chunk_at, counts, displs, MPI_INT64_T,
+                                   ctx->comm));
+  free(counts);
+  free(displs);
+  return 1;
+}
+
+/* A chunked X whose chunk offsets were looked up: each chunk's offset relative to the first (in floats,
+ * chunk_at), and the span of the file that holds them all in start and len; 1 when every chunk is
+ * there and float-aligned. */
+static int chunk_span(probe_run *R, feat_src *X, int64_t *start, int64_t *len) {
+  int64_t n = (X->N + X->chunk_rows - 1) / X->chunk_rows, bytes = X->chunk_rows * X->d * (int64_t)sizeof(float);
+  if (!X->chunk_at) return 0;
   int64_t lo = INT64_MAX, hi = 0;
   for (int64_t c = 0; c < n; c++) {
     if (X->chunk_at[c] < 0 || X->chunk_at[c] % (int64_t)sizeof(float) != 0) return 0;
@@ -63,9 +101,10 @@ static int feat_try_map(probe_run *R, feat_src *X) {
 }
 
 /* Collective: whether each feature dataset is mapped is decided by all ranks together. Every rank
- * tries to map every mappable dataset; a dataset that some rank could not map is read through HDF5
- * on every rank (map_offset = -1 everywhere), because the schedule (groups of ranks, segments of
- * batches, and so the collective calls) follows from it and must be the same on every rank. */
+ * tries to map every mappable dataset (the chunk addresses of a chunked one looked up together); a
+ * dataset that some rank could not map is read through HDF5 on every rank (map_offset = -1
+ * everywhere), because the schedule (groups of ranks, segments of batches, and so the collective
+ * calls) follows from it and must be the same on every rank. */
 void probe_map_features(probe_run *R) {
   const rd_ctx *ctx = R->ctx;
   int nds = R->n_pt + R->n_models;
@@ -73,6 +112,7 @@ void probe_map_features(probe_run *R) {
   if (!ok || !all) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
   for (int k = 0; k < nds; k++) {
     feat_src *X = k < R->n_pt ? &R->pt[k].X : &R->infer[k - R->n_pt];
+    if (X->map_offset >= 0 && X->N > 0 && X->chunk_rows > 0) chunk_offsets(R, X);
     ok[k] = feat_try_map(R, X);
   }
   RD_MPI_CHECK(ctx, MPI_Allreduce(ok, all, nds, MPI_INT, MPI_MIN, ctx->comm));
