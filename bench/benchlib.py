@@ -114,7 +114,11 @@ def load():
 
 def measure(cmd, **kw):
     """Runs cmd (stdout and stderr captured); returns (CompletedProcess, wall s, CPU s of it and its
-    children, load average at the start). Exits with cmd's stderr when it fails."""
+    children, load average at the start). Exits with cmd's stderr when it fails. The data earlier runs wrote
+    is written back first (sync, not timed): on these VMs writing a new file ran at a tenth of its speed
+    while the kernel was still writing back the run before's outputs, which made whichever run came next
+    pay for it."""
+    os.sync()
     l0, t0, c0 = load(), time.perf_counter(), os.times()
     p = subprocess.run(cmd, capture_output=True, text=True, **kw)
     wall, c1 = time.perf_counter() - t0, os.times()

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "rmdiag/kernels/bench.h"
+#include "rmdiag/kernels/simd.h"
 
 #define BENCH_ITEMS(T, NAME)                                                                         \
   static void NAME(const rd_bench_block *in, rd_bench_out *out) {                                    \
@@ -60,50 +61,42 @@ const struct rd_bench_kernels rd_bench_kernels_cpu = {.credits = cpu_credits};
 
 /* Sums of drawn rows, vectorized over the lanes: out[l] = Σ_j X[idx[j] * ld + l] for j = 0..n-1
  * in draw order (idx NULL: rows 0..n-1). Every lane is its own sequential sum, so any vector width
- * gives the same bits. Lanes come in chunks of 8 (ld a multiple of 8, pad lanes ignored). */
-typedef double rd_v8d __attribute__((vector_size(64), aligned(8)));
-
-
-#define GATHER_SUM(K)                                                                                      \
-  __attribute__((target_clones("avx512f", "avx2", "default"))) static void gather_sum_##K(                 \
-      const uint32_t *idx, int64_t n, const double *X, int64_t ld, double *out) {                          \
-    rd_v8d a[K];                                                                                           \
-    _Pragma("GCC unroll 8") for (int k = 0; k < K; k++) a[k] = (rd_v8d){0, 0, 0, 0, 0, 0, 0, 0};           \
+ * gives the same bits. Lanes come in chunks of 8 (ld a multiple of 8, pad lanes ignored). Each
+ * instruction set has its own version, with vectors of W lanes in its registers (see simd.h);
+ * K chunks of 8 lanes at a time. */
+#define GATHER_SUM(ISA, TARGET, VT, W, K)                                                                  \
+  TARGET static void gather_sum_##ISA##_##K(const uint32_t *idx, int64_t n, const double *X, int64_t ld,   \
+                                            double *out) {                                                 \
+    enum { NV = 8 * K / W };                                                                               \
+    VT a[NV];                                                                                              \
+    _Pragma("GCC unroll 32") for (int k = 0; k < NV; k++) a[k] = (VT){0};                                   \
     for (int64_t j = 0; j < n; j++) {                                                                      \
       const double *x = X + (idx ? (int64_t)idx[j] : j) * ld;                                              \
-      _Pragma("GCC unroll 8") for (int k = 0; k < K; k++) {                                                 \
-        rd_v8d v;                                                                                          \
-        memcpy(&v, x + 8 * k, sizeof v);                                                                   \
-        a[k] += v;                                                                                         \
-      }                                                                                                    \
+      _Pragma("GCC unroll 32") for (int k = 0; k < NV; k++) a[k] += *(const VT *)(x + W * k);               \
     }                                                                                                      \
-    _Pragma("GCC unroll 8") for (int k = 0; k < K; k++) memcpy(out + 8 * k, &a[k], sizeof a[k]);           \
+    _Pragma("GCC unroll 32") for (int k = 0; k < NV; k++) memcpy(out + W * k, &a[k], sizeof a[k]);         \
   }
-GATHER_SUM(1)
-GATHER_SUM(2)
-GATHER_SUM(3)
-GATHER_SUM(4)
-GATHER_SUM(5)
-GATHER_SUM(6)
-GATHER_SUM(7)
-GATHER_SUM(8)
+#define GATHER_SUMS(ISA, TARGET, VT, W)                                                                    \
+  GATHER_SUM(ISA, TARGET, VT, W, 1) GATHER_SUM(ISA, TARGET, VT, W, 2) GATHER_SUM(ISA, TARGET, VT, W, 3)       \
+  GATHER_SUM(ISA, TARGET, VT, W, 4) GATHER_SUM(ISA, TARGET, VT, W, 5) GATHER_SUM(ISA, TARGET, VT, W, 6)       \
+  GATHER_SUM(ISA, TARGET, VT, W, 7) GATHER_SUM(ISA, TARGET, VT, W, 8)
+GATHER_SUMS(base, , rd_vd2, 2)
+GATHER_SUMS(avx2, RD_TARGET_AVX2, rd_vd4, 4)
+GATHER_SUMS(avx512, RD_TARGET_AVX512, rd_vd8, 8)
+
+typedef void (*gather_fn)(const uint32_t *, int64_t, const double *, int64_t, double *);
+#define GATHER_ROW(ISA)                                                                                    \
+  { gather_sum_##ISA##_1, gather_sum_##ISA##_2, gather_sum_##ISA##_3, gather_sum_##ISA##_4,                \
+    gather_sum_##ISA##_5, gather_sum_##ISA##_6, gather_sum_##ISA##_7, gather_sum_##ISA##_8 }
+static const gather_fn gather_sum[3][8] = {GATHER_ROW(base), GATHER_ROW(avx2), GATHER_ROW(avx512)};
 
 void rd_bench_gather_sum(const uint32_t *idx, int64_t n, const double *X, int64_t ld, int64_t L, double *out) {
+  const gather_fn *f = gather_sum[rd_simd()];
   for (int64_t l0 = 0; l0 < L; l0 += 64) {
     int64_t k = (L - l0 + 7) / 8;
     k = k > 8 ? 8 : k;
     double tmp[64];
-    const double *Xl = X + l0;
-    switch (k) {
-      case 1: gather_sum_1(idx, n, Xl, ld, tmp); break;
-      case 2: gather_sum_2(idx, n, Xl, ld, tmp); break;
-      case 3: gather_sum_3(idx, n, Xl, ld, tmp); break;
-      case 4: gather_sum_4(idx, n, Xl, ld, tmp); break;
-      case 5: gather_sum_5(idx, n, Xl, ld, tmp); break;
-      case 6: gather_sum_6(idx, n, Xl, ld, tmp); break;
-      case 7: gather_sum_7(idx, n, Xl, ld, tmp); break;
-      default: gather_sum_8(idx, n, Xl, ld, tmp); break;
-    }
+    f[k - 1](idx, n, X + l0, ld, tmp);
     int64_t m = L - l0 < 64 ? L - l0 : 64;
     memcpy(out + l0, tmp, sizeof(double) * (size_t)m);
   }
@@ -111,27 +104,28 @@ void rd_bench_gather_sum(const uint32_t *idx, int64_t n, const double *X, int64_
 
 /* The same for int16 lanes (credits scaled to integers): exact, so the order does not matter;
  * the caller guarantees no sum exceeds INT16_MAX. Lanes come in chunks of 32 (ld a multiple of 32). */
-typedef int16_t rd_v32h __attribute__((vector_size(64), aligned(2)));
-
-#define GATHER_SUM16(K)                                                                                    \
-  __attribute__((target_clones("arch=x86-64-v4", "avx2", "default"))) static void gather_sum16_##K(              \
-      const uint32_t *idx, int64_t n, const int16_t *X, int64_t ld, int16_t *out) {                         \
-    rd_v32h a[K];                                                                                          \
-    _Pragma("GCC unroll 8") for (int k = 0; k < K; k++) a[k] = (rd_v32h){0};                                \
+#define GATHER_SUM16(ISA, TARGET, VT, W, K)                                                                \
+  TARGET static void gather_sum16_##ISA##_##K(const uint32_t *idx, int64_t n, const int16_t *X, int64_t ld, \
+                                              int16_t *out) {                                              \
+    enum { NV = 32 * K / W };                                                                              \
+    VT a[NV];                                                                                              \
+    _Pragma("GCC unroll 16") for (int k = 0; k < NV; k++) a[k] = (VT){0};                                   \
     for (int64_t j = 0; j < n; j++) {                                                                      \
       const int16_t *x = X + (idx ? (int64_t)idx[j] : j) * ld;                                             \
-      _Pragma("GCC unroll 8") for (int k = 0; k < K; k++) {                                                 \
-        rd_v32h v;                                                                                         \
-        memcpy(&v, x + 32 * k, sizeof v);                                                                  \
-        a[k] += v;                                                                                         \
-      }                                                                                                    \
+      _Pragma("GCC unroll 16") for (int k = 0; k < NV; k++) a[k] += *(const VT *)(x + W * k);               \
     }                                                                                                      \
-    _Pragma("GCC unroll 8") for (int k = 0; k < K; k++) memcpy(out + 32 * k, &a[k], sizeof a[k]);          \
+    _Pragma("GCC unroll 16") for (int k = 0; k < NV; k++) memcpy(out + W * k, &a[k], sizeof a[k]);         \
   }
-GATHER_SUM16(1)
-GATHER_SUM16(2)
-GATHER_SUM16(3)
-GATHER_SUM16(4)
+#define GATHER_SUMS16(ISA, TARGET, VT, W)                                                                  \
+  GATHER_SUM16(ISA, TARGET, VT, W, 1) GATHER_SUM16(ISA, TARGET, VT, W, 2) GATHER_SUM16(ISA, TARGET, VT, W, 3) \
+  GATHER_SUM16(ISA, TARGET, VT, W, 4)
+GATHER_SUMS16(base, , rd_vh8, 8)
+GATHER_SUMS16(avx2, RD_TARGET_AVX2, rd_vh16, 16)
+GATHER_SUMS16(avx512, RD_TARGET_AVX512, rd_vh32, 32)
+
+typedef void (*gather16_fn)(const uint32_t *, int64_t, const int16_t *, int64_t, int16_t *);
+#define GATHER16_ROW(ISA) {gather_sum16_##ISA##_1, gather_sum16_##ISA##_2, gather_sum16_##ISA##_3, gather_sum16_##ISA##_4}
+static const gather16_fn gather_sum16[3][4] = {GATHER16_ROW(base), GATHER16_ROW(avx2), GATHER16_ROW(avx512)};
 
 __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 static void widen_div(const int16_t *sum, int64_t L, double den, double *out) {
@@ -149,17 +143,12 @@ void rd_bench_gather_mean16(const uint32_t *idx, int64_t n, const int16_t *X, in
 }
 
 void rd_bench_gather_sum16(const uint32_t *idx, int64_t n, const int16_t *X, int64_t ld, int64_t L, int16_t *out) {
+  const gather16_fn *f = gather_sum16[rd_simd()];
   for (int64_t l0 = 0; l0 < L; l0 += 128) {
     int64_t k = (L - l0 + 31) / 32;
     k = k > 4 ? 4 : k;
     int16_t tmp[128];
-    const int16_t *Xl = X + l0;
-    switch (k) {
-      case 1: gather_sum16_1(idx, n, Xl, ld, tmp); break;
-      case 2: gather_sum16_2(idx, n, Xl, ld, tmp); break;
-      case 3: gather_sum16_3(idx, n, Xl, ld, tmp); break;
-      default: gather_sum16_4(idx, n, Xl, ld, tmp); break;
-    }
+    f[k - 1](idx, n, X + l0, ld, tmp);
     int64_t m = L - l0 < 128 ? L - l0 : 128;
     memcpy(out + l0, tmp, sizeof(int16_t) * (size_t)m);
   }
@@ -184,47 +173,49 @@ int64_t rd_bench_first_nonbinary(const double *x, int64_t n) { return first_nonb
 
 /* The same for 0/1 credits in uint8 lanes (64 per chunk, ld a multiple of 64): sums run in bytes
  * for up to 255 draws at a time and are then widened into int16 totals; exact, like the int16 sums.
- * The caller guarantees n <= INT16_MAX. */
-typedef uint8_t rd_v64b __attribute__((vector_size(64), aligned(1)));
-typedef uint8_t rd_v32b __attribute__((vector_size(32), aligned(1)));
-
-#define GATHER_SUM8(K)                                                                                     \
-  __attribute__((target_clones("arch=x86-64-v4", "avx2", "default"))) static void gather_sum8_##K(         \
-      const uint32_t *idx, int64_t n, const uint8_t *X, int64_t ld, int16_t *out) {                         \
-    rd_v32h tot[2 * K];                                                                                    \
-    _Pragma("GCC unroll 8") for (int k = 0; k < 2 * K; k++) tot[k] = (rd_v32h){0};                          \
+ * The caller guarantees n <= INT16_MAX. Per instruction set: byte vectors of WB lanes, whose halves
+ * (HT, WB / 2 bytes) widen into int16 vectors (TT). */
+#define GATHER_SUM8(ISA, TARGET, VT, HT, TT, WB, K)                                                        \
+  TARGET static void gather_sum8_##ISA##_##K(const uint32_t *idx, int64_t n, const uint8_t *X, int64_t ld,  \
+                                             int16_t *out) {                                               \
+    enum { NV = 64 * K / WB };                                                                             \
+    TT tot[2 * NV];                                                                                        \
+    _Pragma("GCC unroll 16") for (int k = 0; k < 2 * NV; k++) tot[k] = (TT){0};                             \
     for (int64_t j0 = 0; j0 < n; j0 += 255) {                                                              \
       int64_t j1 = n - j0 < 255 ? n : j0 + 255;                                                            \
-      rd_v64b a[K];                                                                                        \
-      _Pragma("GCC unroll 8") for (int k = 0; k < K; k++) a[k] = (rd_v64b){0};                              \
+      VT a[NV];                                                                                            \
+      _Pragma("GCC unroll 16") for (int k = 0; k < NV; k++) a[k] = (VT){0};                                 \
       for (int64_t j = j0; j < j1; j++) {                                                                  \
         const uint8_t *x = X + (idx ? (int64_t)idx[j] : j) * ld;                                           \
-        _Pragma("GCC unroll 8") for (int k = 0; k < K; k++) {                                               \
-          rd_v64b v;                                                                                       \
-          memcpy(&v, x + 64 * k, sizeof v);                                                                \
-          a[k] += v;                                                                                       \
-        }                                                                                                  \
+        _Pragma("GCC unroll 16") for (int k = 0; k < NV; k++) a[k] += *(const VT *)(x + WB * k);            \
       }                                                                                                    \
-      _Pragma("GCC unroll 8") for (int k = 0; k < K; k++) {                                                 \
-        rd_v32b lo, hi;                                                                                    \
+      _Pragma("GCC unroll 16") for (int k = 0; k < NV; k++) {                                               \
+        HT lo, hi;                                                                                         \
         memcpy(&lo, (const char *)&a[k], sizeof lo);                                                       \
-        memcpy(&hi, (const char *)&a[k] + 32, sizeof hi);                                                  \
-        tot[2 * k] += __builtin_convertvector(lo, rd_v32h);                                                \
-        tot[2 * k + 1] += __builtin_convertvector(hi, rd_v32h);                                            \
+        memcpy(&hi, (const char *)&a[k] + WB / 2, sizeof hi);                                              \
+        tot[2 * k] += __builtin_convertvector(lo, TT);                                                     \
+        tot[2 * k + 1] += __builtin_convertvector(hi, TT);                                                 \
       }                                                                                                    \
     }                                                                                                      \
-    _Pragma("GCC unroll 8") for (int k = 0; k < 2 * K; k++) memcpy(out + 32 * k, &tot[k], sizeof tot[k]);   \
+    _Pragma("GCC unroll 16") for (int k = 0; k < 2 * NV; k++) memcpy(out + WB / 2 * k, &tot[k], sizeof tot[k]); \
   }
-GATHER_SUM8(1)
-GATHER_SUM8(2)
+#define GATHER_SUMS8(ISA, TARGET, VT, HT, TT, WB)                                                          \
+  GATHER_SUM8(ISA, TARGET, VT, HT, TT, WB, 1) GATHER_SUM8(ISA, TARGET, VT, HT, TT, WB, 2)
+GATHER_SUMS8(base, , rd_vb16, rd_vb8, rd_vh8, 16)
+GATHER_SUMS8(avx2, RD_TARGET_AVX2, rd_vb32, rd_vb16, rd_vh16, 32)
+GATHER_SUMS8(avx512, RD_TARGET_AVX512, rd_vb64, rd_vb32, rd_vh32, 64)
+
+typedef void (*gather8_fn)(const uint32_t *, int64_t, const uint8_t *, int64_t, int16_t *);
+static const gather8_fn gather_sum8[3][2] = {{gather_sum8_base_1, gather_sum8_base_2},
+                                             {gather_sum8_avx2_1, gather_sum8_avx2_2},
+                                             {gather_sum8_avx512_1, gather_sum8_avx512_2}};
 
 void rd_bench_gather_mean8(const uint32_t *idx, int64_t n, const uint8_t *X, int64_t ld, int64_t L, double den,
                            double *out) {
   int16_t sum[128];
   for (int64_t l0 = 0; l0 < L; l0 += 128) {
     int64_t m = L - l0 < 128 ? L - l0 : 128;
-    if (m > 64) gather_sum8_2(idx, n, X + l0, ld, sum);
-    else gather_sum8_1(idx, n, X + l0, ld, sum);
+    gather_sum8[rd_simd()][m > 64](idx, n, X + l0, ld, sum);
     widen_div(sum, m, den, out + l0);
   }
 }

@@ -8,37 +8,52 @@
 
 #include "rmdiag/kernels/leak.h"
 #include "rmdiag/kernels/rng.h"
+#include "rmdiag/kernels/simd.h"
 
-/* Eight doubles of one packed row (loads need only 8-byte alignment). */
-typedef double v8d __attribute__((vector_size(64), aligned(8)));
-
-/* Replicates b0..b1-1 of one cell (n rows), four at a time: each replicate's sums run over its draws in
- * draw order; the four accumulators only interleave independent replicates. Lane-wise vector adds are
- * the same IEEE additions as scalar ones, so every vector width gives the same values. */
-__attribute__((target_clones("avx512f", "avx2", "default")))
-static void boot_cell(const double *rows, int64_t n, const rd_stream *s, uint64_t cell_id, int64_t b0, int64_t b1,
-                      uint32_t *idx, int64_t stride, double *r, double *mae) {
-  for (int64_t b = b0; b < b1; b += 4) {
-    for (int q = 0; q < 4; q++) {
-      int64_t rep = b + q < b1 ? b + q : b1 - 1;
-      rd_rng_below_u32_fill(s, (cell_id << 32) | (uint64_t)rep, (uint32_t)n, n, idx + q * stride);
-    }
-    const uint32_t *i0 = idx, *i1 = idx + stride, *i2 = idx + 2 * stride, *i3 = idx + 3 * stride;
-    v8d a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-    for (int64_t j = 0; j < n; j++) {
-      a0 += *(const v8d *)(rows + 8 * (size_t)i0[j]);
-      a1 += *(const v8d *)(rows + 8 * (size_t)i1[j]);
-      a2 += *(const v8d *)(rows + 8 * (size_t)i2[j]);
-      a3 += *(const v8d *)(rows + 8 * (size_t)i3[j]);
-    }
-    const v8d acc[4] = {a0, a1, a2, a3};
-    for (int q = 0; q < 4 && b + q < b1; q++) {
-      double sums[6];
-      for (int k = 0; k < 6; k++) sums[k] = acc[q][k];
-      rd_leak_boot_finish(sums, n, &r[b + q - b0], &mae[b + q - b0]);
-    }
+/* Replicates b0..b1-1 of one cell (n rows of 8 packed doubles), four at a time: each replicate's sums
+ * run over its draws in draw order; the four accumulators only interleave independent replicates.
+ * Lane-wise vector adds are the same IEEE additions as scalar ones, so every vector width gives the
+ * same values. One version per instruction set, with vectors of W doubles (see simd.h). */
+#define BOOT_CELL(ISA, TARGET, VT, W)                                                                      \
+  TARGET static void boot_cell_##ISA(const double *rows, int64_t n, const rd_stream *s, uint64_t cell_id,    \
+                                     int64_t b0, int64_t b1, uint32_t *idx, int64_t stride, double *r,      \
+                                     double *mae) {                                                        \
+    enum { NV = 8 / W };                                                                                   \
+    for (int64_t b = b0; b < b1; b += 4) {                                                                 \
+      for (int q = 0; q < 4; q++) {                                                                        \
+        int64_t rep = b + q < b1 ? b + q : b1 - 1;                                                         \
+        rd_rng_below_u32_fill(s, (cell_id << 32) | (uint64_t)rep, (uint32_t)n, n, idx + q * stride);       \
+      }                                                                                                    \
+      const uint32_t *i0 = idx, *i1 = idx + stride, *i2 = idx + 2 * stride, *i3 = idx + 3 * stride;        \
+      VT a0[NV], a1[NV], a2[NV], a3[NV];                                                                   \
+      _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) a0[v] = a1[v] = a2[v] = a3[v] = (VT){0};          \
+      for (int64_t j = 0; j < n; j++) {                                                                    \
+        const double *x0 = rows + 8 * (size_t)i0[j], *x1 = rows + 8 * (size_t)i1[j];                       \
+        const double *x2 = rows + 8 * (size_t)i2[j], *x3 = rows + 8 * (size_t)i3[j];                       \
+        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                                              \
+          a0[v] += *(const VT *)(x0 + W * v);                                                              \
+          a1[v] += *(const VT *)(x1 + W * v);                                                              \
+          a2[v] += *(const VT *)(x2 + W * v);                                                              \
+          a3[v] += *(const VT *)(x3 + W * v);                                                              \
+        }                                                                                                  \
+      }                                                                                                    \
+      double sums[4][8];                                                                                   \
+      _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                                                \
+        memcpy(sums[0] + W * v, &a0[v], sizeof a0[v]);                                                     \
+        memcpy(sums[1] + W * v, &a1[v], sizeof a1[v]);                                                     \
+        memcpy(sums[2] + W * v, &a2[v], sizeof a2[v]);                                                     \
+        memcpy(sums[3] + W * v, &a3[v], sizeof a3[v]);                                                     \
+      }                                                                                                    \
+      for (int q = 0; q < 4 && b + q < b1; q++) rd_leak_boot_finish(sums[q], n, &r[b + q - b0], &mae[b + q - b0]); \
+    }                                                                                                      \
   }
-}
+BOOT_CELL(base, , rd_vd2, 2)
+BOOT_CELL(avx2, RD_TARGET_AVX2, rd_vd4, 4)
+BOOT_CELL(avx512, RD_TARGET_AVX512, rd_vd8, 8)
+
+typedef void (*boot_cell_fn)(const double *, int64_t, const rd_stream *, uint64_t, int64_t, int64_t, uint32_t *,
+                             int64_t, double *, double *);
+static const boot_cell_fn boot_cell[3] = {boot_cell_base, boot_cell_avx2, boot_cell_avx512};
 
 int rd_leak_bootstrap_cpu(const rd_leak_boot *in, int64_t k0, int64_t k1, double *r, double *mae) {
   if (k1 <= k0) return 0;
@@ -58,7 +73,7 @@ int rd_leak_bootstrap_cpu(const rd_leak_boot *in, int64_t k0, int64_t k1, double
         rd_leak_boot_finish(sums, n, &r[k - k0 + q - b], &mae[k - k0 + q - b]);
       }
     } else {
-      boot_cell(in->rows + 8 * in->row_off[c], n, &in->stream, in->cell_id[c], b, b_end, idx, stride, r + (k - k0),
+      boot_cell[rd_simd()](in->rows + 8 * in->row_off[c], n, &in->stream, in->cell_id[c], b, b_end, idx, stride, r + (k - k0),
                 mae + (k - k0));
     }
     k += b_end - b;

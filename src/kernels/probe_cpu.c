@@ -1,7 +1,10 @@
-/* CPU reference kernels of the probe report (see probe.h). The hot loops use 8-lane vectors of
- * doubles (GCC vector extensions) with separate multiply and add, so the AVX-512, AVX2 and SSE2
- * builds (target clones) and a scalar loop all give the same bits; lanes are combined in a fixed
- * pairwise order. */
+/* CPU reference kernels of the probe report (see probe.h). The loops over features are written once
+ * over an 8-lane vector of doubles (probe_simd.h) and built per instruction set: AVX-512 (one
+ * register), AVX2 (a pair of 4-lane registers) and plain C, chosen at run time; every lane sums in a
+ * fixed order and the lanes are combined in a fixed pairwise order, so all give the same bits. The
+ * flat element-wise loops are target clones. (A 64-byte GCC vector in a function built for AVX2 is
+ * kept on the stack and reloaded every iteration: the sums of squares and distances written that way
+ * ran 10x slower on AVX2-only CPUs.) */
 #include "rmdiag/kernels/probe.h"
 
 #include <math.h>
@@ -20,18 +23,6 @@
 #define PROBE_CLONES
 #endif
 #define INLINE static inline __attribute__((always_inline))
-
-/* The 8-lane helpers of the cloned functions are macros, not functions: a vector value then never
- * crosses a call, even an inlined one, between code built for different targets (clang rejects a
- * 512-bit vector argument into a function without AVX-512, inlined or not). The unaligned vector
- * types load and store with the alignment of their elements. */
-typedef double v8d __attribute__((vector_size(64)));
-typedef double v8du __attribute__((vector_size(64), aligned(8)));
-typedef float v8fu __attribute__((vector_size(32), aligned(4)));
-#define ld8d(p) ((v8d)(*(const v8du *)(p)))
-#define ld8f(p) __builtin_convertvector(*(const v8fu *)(p), v8d)
-#define st8d(p, v) (*(v8du *)(p) = (v))
-#define lanes_sum(v) ((((v)[0] + (v)[1]) + ((v)[2] + (v)[3])) + (((v)[4] + (v)[5]) + ((v)[6] + (v)[7])))
 
 /* ---- the explicit-SIMD kernels (probe_simd.h), one version per instruction set ------------------ */
 
@@ -61,6 +52,11 @@ INLINE v8s s8_add(v8s a, v8s b) {
   for (int l = 0; l < 8; l++) r.v[l] = a.v[l] + b.v[l];
   return r;
 }
+INLINE v8s s8_mul(v8s a, v8s b) {
+  v8s r;
+  for (int l = 0; l < 8; l++) r.v[l] = a.v[l] * b.v[l];
+  return r;
+}
 INLINE v8s s8_sub(v8s a, v8s b) {
   v8s r;
   for (int l = 0; l < 8; l++) r.v[l] = a.v[l] - b.v[l];
@@ -76,6 +72,7 @@ INLINE void s8_st(double *p, v8s v) { memcpy(p, v.v, sizeof v.v); }
 #define V8_FMA s8_fma
 #define V8_ADD s8_add
 #define V8_SUB s8_sub
+#define V8_MUL s8_mul
 #define V8_ST s8_st
 #define V8_ACC 4
 #define V8_DOT_OUT 2
@@ -111,6 +108,7 @@ INLINE v8y y8_set1(double x) { return (v8y){_mm256_set1_pd(x), _mm256_set1_pd(x)
 INLINE v8y y8_fma(v8y a, v8y b, v8y c) { return (v8y){_mm256_fmadd_pd(a.lo, b.lo, c.lo), _mm256_fmadd_pd(a.hi, b.hi, c.hi)}; }
 INLINE v8y y8_add(v8y a, v8y b) { return (v8y){_mm256_add_pd(a.lo, b.lo), _mm256_add_pd(a.hi, b.hi)}; }
 INLINE v8y y8_sub(v8y a, v8y b) { return (v8y){_mm256_sub_pd(a.lo, b.lo), _mm256_sub_pd(a.hi, b.hi)}; }
+INLINE v8y y8_mul(v8y a, v8y b) { return (v8y){_mm256_mul_pd(a.lo, b.lo), _mm256_mul_pd(a.hi, b.hi)}; }
 INLINE void y8_st(double *p, v8y v) {
   _mm256_storeu_pd(p, v.lo);
   _mm256_storeu_pd(p + 4, v.hi);
@@ -124,6 +122,7 @@ INLINE void y8_st(double *p, v8y v) {
 #define V8_FMA y8_fma
 #define V8_ADD y8_add
 #define V8_SUB y8_sub
+#define V8_MUL y8_mul
 #define V8_ST y8_st
 #define V8_ACC 6
 #define V8_DOT_OUT 2
@@ -154,6 +153,7 @@ INLINE void y8_st(double *p, v8y v) {
 #define V8_FMA _mm512_fmadd_pd
 #define V8_ADD _mm512_add_pd
 #define V8_SUB _mm512_sub_pd
+#define V8_MUL _mm512_mul_pd
 #define V8_ST _mm512_storeu_pd
 #define V8_ACC 24
 #define V8_DOT_OUT 6
@@ -179,6 +179,11 @@ typedef void (*sqdist_fn)(const float *const *, int64_t, int64_t, const double *
 typedef void (*fwd_node_fn)(const float *const *, int64_t, int64_t, const double *, int, double *, double *);
 typedef void (*bwd_node_fn)(const float *const *, const int64_t *, int, int64_t, const double *, int, double *,
                             double *);
+typedef double (*sumsq_fn)(const double *, int64_t);
+typedef void (*outer_acc_fn)(double *, int64_t, int64_t, const double *, const double *, int64_t);
+typedef void (*standardize_fn)(const float *, const double *, const double *, int64_t, double *);
+typedef void (*pair_f64_fn)(const double *, int64_t, int64_t, const double *, int64_t, double *);
+typedef void (*lsolve_fn)(const double *, int64_t, const float *const *, int64_t, double *);
 
 static struct {
   int chosen;
@@ -188,37 +193,43 @@ static struct {
   sqdist_fn sqdist;
   fwd_node_fn fwd_node;
   bwd_node_fn bwd_node;
+  sumsq_fn sumsq;
+  outer_acc_fn outer_acc;
+  standardize_fn standardize;
+  pair_f64_fn sqdist_f64, dot_f64;
+  lsolve_fn lsolve;
 } simd;
+
+#define SIMD_USE(ISA)                   \
+  do {                                  \
+    simd.name = #ISA;                   \
+    simd.dot = dot_rows_##ISA;          \
+    simd.bwd = bwd_rows_##ISA;          \
+    simd.sqdist = sqdist_rows_##ISA;    \
+    simd.fwd_node = fwd_node_##ISA;     \
+    simd.bwd_node = bwd_node_##ISA;     \
+    simd.sumsq = sumsq_##ISA;           \
+    simd.outer_acc = outer_acc_##ISA;   \
+    simd.standardize = standardize_##ISA; \
+    simd.sqdist_f64 = sqdist_f64_##ISA; \
+    simd.dot_f64 = dot_f64_##ISA;       \
+    simd.lsolve = lsolve_##ISA;         \
+  } while (0)
 
 /* The instruction set of the hot loops: the best the CPU has, or RMDIAG_PROBE_SIMD = avx512 | avx2
  * | scalar (tests compare them; all give the same bits). */
 static void simd_choose(void) {
   if (simd.chosen) return;
   const char *want = getenv("RMDIAG_PROBE_SIMD");
-  simd.name = "scalar";
-  simd.dot = dot_rows_scalar;
-  simd.bwd = bwd_rows_scalar;
-  simd.sqdist = sqdist_rows_scalar;
-  simd.fwd_node = fwd_node_scalar;
-  simd.bwd_node = bwd_node_scalar;
+  SIMD_USE(scalar);
 #ifdef PROBE_HAVE_X86
   __builtin_cpu_init();
   int has512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
   int has2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   if (has512 && (!want || strcmp(want, "avx512") == 0)) {
-    simd.name = "avx512";
-    simd.dot = dot_rows_avx512;
-    simd.bwd = bwd_rows_avx512;
-    simd.sqdist = sqdist_rows_avx512;
-    simd.fwd_node = fwd_node_avx512;
-    simd.bwd_node = bwd_node_avx512;
+    SIMD_USE(avx512);
   } else if (has2 && (!want || strcmp(want, "avx2") == 0 || strcmp(want, "avx512") == 0)) {
-    simd.name = "avx2";
-    simd.dot = dot_rows_avx2;
-    simd.bwd = bwd_rows_avx2;
-    simd.sqdist = sqdist_rows_avx2;
-    simd.fwd_node = fwd_node_avx2;
-    simd.bwd_node = bwd_node_avx2;
+    SIMD_USE(avx2);
   }
 #endif
   simd.chosen = 1;
@@ -435,19 +446,10 @@ int rd_probe_tree_grad_cpu(const rd_probe_heads *h, const float *const *rows, co
 
 /* ---- small vector kernels ----------------------------------------------------------------------------- */
 
-PROBE_CLONES
-static double sumsq_clones(const double *x, int64_t n) {
-  v8d acc = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t n8 = n & ~(int64_t)7;
-  for (int64_t i = 0; i < n8; i += 8) {
-    v8d v = ld8d(x + i);
-    acc += v * v;
-  }
-  double s = lanes_sum(acc);
-  for (int64_t i = n8; i < n; i++) s += x[i] * x[i];
-  return s;
+double rd_probe_sumsq(const double *x, int64_t n) {
+  simd_choose();
+  return simd.sumsq(x, n);
 }
-double rd_probe_sumsq(const double *x, int64_t n) { return sumsq_clones(x, n); }
 
 PROBE_CLONES
 static void add_clones(double *out, const double *x, int64_t n) {
@@ -455,39 +457,14 @@ static void add_clones(double *out, const double *x, int64_t n) {
 }
 void rd_probe_add(double *out, const double *x, int64_t n) { add_clones(out, x, n); }
 
-PROBE_CLONES
-static void outer_acc_clones(double *G, int64_t K, int64_t d, const double *r, const double *X, int64_t n) {
-  int64_t d8 = d & ~(int64_t)7;
-  for (int64_t k = 0; k < K; k++) {
-    double *g = G + k * d;
-    for (int64_t j = 0; j < d8; j += 8) {
-      v8d acc = ld8d(g + j);
-      for (int64_t i = 0; i < n; i++) {
-        double a = r[i * K + k];
-        v8d av = {a, a, a, a, a, a, a, a};
-        acc = acc + av * ld8d(X + i * d + j);
-      }
-      st8d(g + j, acc);
-    }
-    for (int64_t j = d8; j < d; j++) {
-      double acc = g[j];
-      for (int64_t i = 0; i < n; i++) acc = acc + r[i * K + k] * X[i * d + j];
-      g[j] = acc;
-    }
-  }
-}
 void rd_probe_outer_acc(double *G, int64_t K, int64_t d, const double *r, const double *X, int64_t n) {
-  outer_acc_clones(G, K, d, r, X, n);
+  simd_choose();
+  simd.outer_acc(G, K, d, r, X, n);
 }
 
-PROBE_CLONES
-static void standardize_clones(const float *x, const double *mu, const double *inv_sd, int64_t d, double *y) {
-  int64_t d8 = d & ~(int64_t)7;
-  for (int64_t j = 0; j < d8; j += 8) st8d(y + j, (ld8f(x + j) - ld8d(mu + j)) * ld8d(inv_sd + j));
-  for (int64_t j = d8; j < d; j++) y[j] = ((double)x[j] - mu[j]) * inv_sd[j];
-}
 void rd_probe_standardize(const float *x, const double *mu, const double *inv_sd, int64_t d, double *y) {
-  standardize_clones(x, mu, inv_sd, d, y);
+  simd_choose();
+  simd.standardize(x, mu, inv_sd, d, y);
 }
 
 PROBE_CLONES
@@ -527,69 +504,17 @@ void rd_probe_sqdist_cpu(const float *const *rows, int64_t n, int64_t d, const d
   if (n > 0 && c > 0) simd.sqdist(rows, n, d, C, c, D);
 }
 
-PROBE_CLONES
-static void sqdist_f64_impl(const double *X, int64_t n, int64_t d, const double *C, int64_t c, double *D) {
-  int64_t d8 = d & ~(int64_t)7;
-  for (int64_t i = 0; i < n; i++) {
-    const double *x = X + i * d;
-    for (int64_t k = 0; k < c; k++) {
-      const double *ck = C + k * d;
-      v8d acc = {0, 0, 0, 0, 0, 0, 0, 0};
-      for (int64_t j = 0; j < d8; j += 8) {
-        v8d t = ld8d(x + j) - ld8d(ck + j);
-        acc += t * t;
-      }
-      double s = lanes_sum(acc);
-      for (int64_t j = d8; j < d; j++) {
-        double t = x[j] - ck[j];
-        s += t * t;
-      }
-      D[i * c + k] = s;
-    }
-  }
-}
-
 void rd_probe_sqdist_f64(const double *X, int64_t n, int64_t d, const double *C, int64_t c, double *D) {
-  if (n > 0 && c > 0) sqdist_f64_impl(X, n, d, C, c, D);
-}
-
-PROBE_CLONES
-static void dot_f64_impl(const double *X, int64_t n, int64_t d, const double *C, int64_t c, double *D) {
-  int64_t d8 = d & ~(int64_t)7;
-  for (int64_t i = 0; i < n; i++) {
-    const double *x = X + i * d;
-    for (int64_t k = 0; k < c; k++) {
-      const double *ck = C + k * d;
-      v8d acc = {0, 0, 0, 0, 0, 0, 0, 0};
-      for (int64_t j = 0; j < d8; j += 8) acc += ld8d(x + j) * ld8d(ck + j);
-      double s = lanes_sum(acc);
-      for (int64_t j = d8; j < d; j++) s += x[j] * ck[j];
-      D[i * c + k] = s;
-    }
-  }
+  simd_choose();
+  if (n > 0 && c > 0) simd.sqdist_f64(X, n, d, C, c, D);
 }
 
 void rd_probe_dot_f64(const double *X, int64_t n, int64_t d, const double *C, int64_t c, double *D) {
-  if (n > 0 && c > 0) dot_f64_impl(X, n, d, C, c, D);
-}
-
-PROBE_CLONES
-static void lsolve_impl(const double *L, int64_t d, const float *const *rows, int64_t n, double *Y) {
-  for (int64_t i = 0; i < n; i++) {
-    const float *x = rows[i];
-    double *y = Y + i * d;
-    for (int64_t j = 0; j < d; j++) {
-      const double *lj = L + j * d;
-      int64_t j8 = j & ~(int64_t)7;
-      v8d acc = {0, 0, 0, 0, 0, 0, 0, 0};
-      for (int64_t k = 0; k < j8; k += 8) acc += ld8d(lj + k) * ld8d(y + k);
-      double s = lanes_sum(acc);
-      for (int64_t k = j8; k < j; k++) s += lj[k] * y[k];
-      y[j] = ((double)x[j] - s) / lj[j];
-    }
-  }
+  simd_choose();
+  if (n > 0 && c > 0) simd.dot_f64(X, n, d, C, c, D);
 }
 
 void rd_probe_lsolve(const double *L, int64_t d, const float *const *rows, int64_t n, double *Y) {
-  if (n > 0) lsolve_impl(L, d, rows, n, Y);
+  simd_choose();
+  if (n > 0) simd.lsolve(L, d, rows, n, Y);
 }

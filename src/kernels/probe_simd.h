@@ -408,6 +408,99 @@ static void KFN(bwd_node)(const float *const *x, const int64_t *uoff, int nu, in
 #undef KB
   }
 }
+
+/* ---- small kernels over doubles (their public wrappers in probe_cpu.c) -------------------------------
+ * Lane l of each sum takes the elements j = l, l + 8, ... in order (a multiply, then an add), the lanes
+ * are combined pairwise, then the d mod 8 tail is added in order. */
+static double KFN(sumsq)(const double *x, int64_t n) {
+  V8 acc = V8_ZERO();
+  int64_t n8 = n & ~(int64_t)7;
+  for (int64_t i = 0; i < n8; i += 8) {
+    V8 v = V8_LDD(x + i);
+    acc = V8_ADD(acc, V8_MUL(v, v));
+  }
+  double s = KFN(lanes)(acc);
+  for (int64_t i = n8; i < n; i++) s += x[i] * x[i];
+  return s;
+}
+
+/* G[k, j] += Σ_i r[i K + k] X[i d + j], rows in order from G's value. */
+static void KFN(outer_acc)(double *G, int64_t K, int64_t d, const double *r, const double *X, int64_t n) {
+  int64_t d8 = d & ~(int64_t)7;
+  for (int64_t k = 0; k < K; k++) {
+    double *g = G + k * d;
+    for (int64_t j = 0; j < d8; j += 8) {
+      V8 acc = V8_LDD(g + j);
+      for (int64_t i = 0; i < n; i++) acc = V8_ADD(acc, V8_MUL(V8_SET1(r[i * K + k]), V8_LDD(X + i * d + j)));
+      V8_ST(g + j, acc);
+    }
+    for (int64_t j = d8; j < d; j++) {
+      double acc = g[j];
+      for (int64_t i = 0; i < n; i++) acc = acc + r[i * K + k] * X[i * d + j];
+      g[j] = acc;
+    }
+  }
+}
+
+static void KFN(standardize)(const float *x, const double *mu, const double *inv_sd, int64_t d, double *y) {
+  int64_t d8 = d & ~(int64_t)7;
+  for (int64_t j = 0; j < d8; j += 8) V8_ST(y + j, V8_MUL(V8_SUB(V8_LDF(x + j), V8_LDD(mu + j)), V8_LDD(inv_sd + j)));
+  for (int64_t j = d8; j < d; j++) y[j] = ((double)x[j] - mu[j]) * inv_sd[j];
+}
+
+static void KFN(sqdist_f64)(const double *X, int64_t n, int64_t d, const double *C, int64_t c, double *D) {
+  int64_t d8 = d & ~(int64_t)7;
+  for (int64_t i = 0; i < n; i++) {
+    const double *x = X + i * d;
+    for (int64_t k = 0; k < c; k++) {
+      const double *ck = C + k * d;
+      V8 acc = V8_ZERO();
+      for (int64_t j = 0; j < d8; j += 8) {
+        V8 t = V8_SUB(V8_LDD(x + j), V8_LDD(ck + j));
+        acc = V8_ADD(acc, V8_MUL(t, t));
+      }
+      double s = KFN(lanes)(acc);
+      for (int64_t j = d8; j < d; j++) {
+        double t = x[j] - ck[j];
+        s += t * t;
+      }
+      D[i * c + k] = s;
+    }
+  }
+}
+
+static void KFN(dot_f64)(const double *X, int64_t n, int64_t d, const double *C, int64_t c, double *D) {
+  int64_t d8 = d & ~(int64_t)7;
+  for (int64_t i = 0; i < n; i++) {
+    const double *x = X + i * d;
+    for (int64_t k = 0; k < c; k++) {
+      const double *ck = C + k * d;
+      V8 acc = V8_ZERO();
+      for (int64_t j = 0; j < d8; j += 8) acc = V8_ADD(acc, V8_MUL(V8_LDD(x + j), V8_LDD(ck + j)));
+      double s = KFN(lanes)(acc);
+      for (int64_t j = d8; j < d; j++) s += x[j] * ck[j];
+      D[i * c + k] = s;
+    }
+  }
+}
+
+/* Y[i] = L^-1 x_i by forward substitution (L lower triangular, d x d, row-major). */
+static void KFN(lsolve)(const double *L, int64_t d, const float *const *rows, int64_t n, double *Y) {
+  for (int64_t i = 0; i < n; i++) {
+    const float *x = rows[i];
+    double *y = Y + i * d;
+    for (int64_t j = 0; j < d; j++) {
+      const double *lj = L + j * d;
+      int64_t j8 = j & ~(int64_t)7;
+      V8 acc = V8_ZERO();
+      for (int64_t k = 0; k < j8; k += 8) acc = V8_ADD(acc, V8_MUL(V8_LDD(lj + k), V8_LDD(y + k)));
+      double s = KFN(lanes)(acc);
+      for (int64_t k = j8; k < j; k++) s += lj[k] * y[k];
+      y[j] = ((double)x[j] - s) / lj[j];
+    }
+  }
+}
+
 #undef KSW
 #undef KSW_MORE
 #undef KBWD_JB

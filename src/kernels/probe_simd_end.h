@@ -9,6 +9,7 @@
 #undef V8_FMA
 #undef V8_ADD
 #undef V8_SUB
+#undef V8_MUL
 #undef V8_ST
 #undef V8_ACC
 #undef V8_DOT_OUT

@@ -1,13 +1,16 @@
 /* The arithmetic kernels against independent references: the branch-free exp and sigmoid
- * against libm (in ulps), and the cm pair kernel against a plain loop over libm's exp. */
+ * against libm (in ulps), the cm pair kernel against a plain loop over libm's exp, and the
+ * benchmark's resampled sums (every instruction-set version this CPU runs) against plain loops. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "rmdiag/kernels/backend.h"
+#include "rmdiag/kernels/bench.h"
 #include "rmdiag/kernels/fastmath.h"
 #include "rmdiag/kernels/rng.h"
+#include "rmdiag/kernels/simd.h"
 
 static int64_t ulps(double a, double b) {
   int64_t ia, ib;
@@ -114,9 +117,72 @@ static void test_cm_kernel(void) {
   }
 }
 
+/* The benchmark's sums of drawn rows (double, int16 and 0/1 uint8 lanes) against plain loops in draw
+ * order, bit for bit, at each vector width this CPU has: lane counts that are and are not multiples of
+ * a vector, every chunk count, draws with and without an index, and uint8 sums past 255 draws (where
+ * the byte sums are widened). */
+static void test_gathers(void) {
+  enum { ROWS = 700, LD8 = 256, LD16 = 256, LDB = 192 };
+  double *X = malloc(sizeof(double) * ROWS * LD8), *out = malloc(sizeof(double) * LD8), *ref = malloc(sizeof(double) * LD8);
+  int16_t *H = malloc(sizeof(int16_t) * ROWS * LD16), *hout = malloc(sizeof(int16_t) * LD16);
+  uint8_t *B = malloc((size_t)ROWS * LDB);
+  uint32_t *idx = malloc(sizeof(uint32_t) * 600);
+  rd_stream s;
+  rd_stream_init(&s, 7, "test", "gathers");
+  for (int64_t i = 0; i < ROWS * LD8; i++) X[i] = rd_rng_uniform(&s, 1, (uint64_t)i) * 3.0 - 1.0;
+  for (int64_t i = 0; i < ROWS * LD16; i++) H[i] = (int16_t)rd_rng_below_u32(&s, 2, (uint64_t)i, 51);
+  for (int64_t i = 0; i < (int64_t)ROWS * LDB; i++) B[i] = (uint8_t)rd_rng_below_u32(&s, 3, (uint64_t)i, 2);
+  for (int j = 0; j < 600; j++) idx[j] = rd_rng_below_u32(&s, 4, (uint64_t)j, ROWS);
+  static const char *const isas[] = {"base", "avx2", "avx512"};
+  static const int64_t Ls[] = {1, 7, 8, 9, 17, 31, 41, 50, 64, 65, 100, 120, 130, 192, 256};  /* every chunk count */
+  static const int64_t ns[] = {0, 1, 5, 255, 256, 600};
+  int tested = 0;
+  for (int k = 0; k < 3; k++) {
+    if (rd_simd_set(isas[k]) != 0) continue;
+    tested++;
+    int64_t bad = 0;
+    for (size_t a = 0; a < sizeof Ls / sizeof Ls[0]; a++)
+      for (size_t b = 0; b < sizeof ns / sizeof ns[0]; b++)
+        for (int with_idx = 0; with_idx < 2; with_idx++) {
+          int64_t L = Ls[a], n = ns[b];
+          const uint32_t *ix = with_idx ? idx : NULL;
+          rd_bench_gather_sum(ix, n, X, LD8, L, out);
+          for (int64_t l = 0; l < L; l++) {
+            double acc = 0.0;
+            for (int64_t j = 0; j < n; j++) acc += X[(ix ? (int64_t)ix[j] : j) * LD8 + l];
+            bad += memcmp(&acc, &out[l], sizeof acc) != 0;
+          }
+          if (L <= LD16) {
+            rd_bench_gather_sum16(ix, n, H, LD16, L, hout);
+            rd_bench_gather_mean16(ix, n, H, LD16, L, 7.0, out);
+            for (int64_t l = 0; l < L; l++) {
+              int32_t acc = 0;
+              for (int64_t j = 0; j < n; j++) acc += H[(ix ? (int64_t)ix[j] : j) * LD16 + l];
+              double mean = (double)acc / 7.0;
+              bad += acc != hout[l] || memcmp(&mean, &out[l], sizeof mean) != 0;
+            }
+          }
+          if (L <= 128) {
+            rd_bench_gather_mean8(ix, n, B, LDB, L, 3.0, out);
+            for (int64_t l = 0; l < L; l++) {
+              int32_t acc = 0;
+              for (int64_t j = 0; j < n; j++) acc += B[(ix ? (int64_t)ix[j] : j) * LDB + l];
+              double mean = (double)acc / 3.0;
+              bad += memcmp(&mean, &out[l], sizeof mean) != 0;
+            }
+          }
+        }
+    CHECK(bad == 0, "%s: %lld resampled sums differ from a plain loop in draw order", isas[k], (long long)bad);
+  }
+  CHECK(tested >= 2, "the baseline and at least one vector width tested (%d)", tested);
+  printf("resampled sums checked at %d vector widths (this CPU: %s)\n", tested, rd_simd_name(rd_simd()));
+  free(X), free(out), free(ref), free(H), free(hout), free(B), free(idx);
+}
+
 int main(void) {
   test_exp();
   test_sigmoid();
   test_cm_kernel();
+  test_gathers();
   return t_finish("test_kernels");
 }

@@ -1,14 +1,15 @@
 /* The leakage CPU kernels against plain scalar restatements of their definitions (leak.h): the batch
  * generator against rd_rng_below_u32 draw by draw (CTest runs it once per instruction set through
  * RMDIAG_RNG_ISA), a bootstrap
- * replicate against a scalar loop over rd_leak_below draws, a null draw likewise; and any split of the
- * flat range into calls gives the same bits. */
+ * replicate against a scalar loop over rd_leak_below draws (at every vector width this CPU runs), a
+ * null draw likewise; and any split of the flat range into calls gives the same bits. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "leak_fixture.h"
+#include "rmdiag/kernels/simd.h"
 
 static int same(double a, double b) { return (isnan(a) && isnan(b)) || a == b; }
 
@@ -66,6 +67,18 @@ int main(void) {
   }
   CHECK(memcmp(r, r2, sizeof(double) * (size_t)K) == 0 && memcmp(m, m2, sizeof(double) * (size_t)K) == 0,
         "split calls give the same replicates");
+  /* every vector width this CPU runs gives those replicates (checked above against the definition) */
+  static const char *const isas[] = {"base", "avx2", "avx512"};
+  int widths = 0;
+  for (int q = 0; q < 3; q++) {
+    if (rd_simd_set(isas[q]) != 0) continue;
+    widths++;
+    memset(r2, 0, sizeof(double) * (size_t)K);
+    rd_leak_bootstrap_cpu(&f.boot, 0, K, r2, m2);
+    CHECK(memcmp(r, r2, sizeof(double) * (size_t)K) == 0 && memcmp(m, m2, sizeof(double) * (size_t)K) == 0,
+          "%s: the same replicates", isas[q]);
+  }
+  CHECK(widths >= 2, "the baseline and at least one vector width tested (%d)", widths);
 
   int64_t NK = 5 * P;
   int32_t *u = malloc(sizeof(int32_t) * (size_t)NK), *h = malloc(sizeof(int32_t) * (size_t)NK);

@@ -3,8 +3,9 @@
  * counts with and without a tail and for any number of outputs (different blockings), and agree with
  * a long-double reference; the one-pass node gradient (rd_probe_tree_grad_cpu) bit for bit against
  * the fixed tree of per-unit block gradients, for every instruction set; the AdamW step against the formula; float16 and bfloat16 widening against
- * an independent ldexp computation for all 65536 bit patterns; the standardized-row helpers of
- * L-BFGS against their scalar definitions. */
+ * an independent ldexp computation for all 65536 bit patterns; the small kernels over doubles
+ * (standardized rows, gradient norm, distances, triangular solve) against their scalar definitions
+ * in every instruction set. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -257,40 +258,113 @@ static void test_widening(void) {
   CHECK(badbf == 0, "bfloat16 widening exact for all 65536 values (%lld wrong)", (long long)badbf);
 }
 
-/* The standardized-row helpers of L-BFGS against their scalar definitions, bit for bit (elementwise
- * products and sums, rows in order), for lengths with and without a tail of 8. */
-static void test_standardize(void) {
-  rd_stream s;
-  rd_stream_init(&s, 3, "kernels", "standardize");
-  for (int64_t d = 1; d <= 37; d += 9) {
-    const int64_t K = 3, n = 5;
-    float x[37];
-    double mu[37], inv[37], y[37], X[5 * 37], r[5 * 3], G[3 * 37], Gref[3 * 37];
-    fill(&s, (uint64_t)d, mu, d, 3e4);
-    fill(&s, (uint64_t)d + 100, inv, d, 2.0);
-    for (int64_t j = 0; j < d; j++) x[j] = (float)(mu[j] + 0.5 * inv[j]);
-    rd_probe_standardize(x, mu, inv, d, y);
-    int same = 1;
-    for (int64_t j = 0; j < d; j++) {
-      volatile double t = (double)x[j] - mu[j];
-      volatile double want = t * inv[j];
-      same &= y[j] == want;
-    }
-    CHECK(same, "rd_probe_standardize == ((double)x - mu) * inv_sd (d %lld)", (long long)d);
-    fill(&s, (uint64_t)d + 200, X, n * d, 1.0);
-    fill(&s, (uint64_t)d + 300, r, n * K, 1.0);
-    fill(&s, (uint64_t)d + 400, G, K * d, 1.0);
-    memcpy(Gref, G, sizeof(double) * (size_t)(K * d));
-    for (int64_t i = 0; i < n; i++)
-      for (int64_t k = 0; k < K; k++)
-        for (int64_t j = 0; j < d; j++) {
-          volatile double p = r[i * K + k] * X[i * d + j];
-          Gref[k * d + j] = Gref[k * d + j] + p;
-        }
-    rd_probe_outer_acc(G, K, d, r, X, n);
-    CHECK(memcmp(G, Gref, sizeof(double) * (size_t)(K * d)) == 0,
-          "rd_probe_outer_acc == the rows added one after another (d %lld)", (long long)d);
+/* The sum of a[j] * b[j] (or (a[j] - b[j])^2 with diff) as the kernels define it: lane l takes j = l,
+ * l + 8, ... below n rounded down to 8 (a multiply, then an add, from 0), the lanes are combined
+ * pairwise, then the tail is added in order. */
+static double lane_sum(const double *a, const double *b, int64_t n, int diff) {
+  double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t n8 = n & ~(int64_t)7;
+  for (int64_t j = 0; j < n8; j++) {
+    volatile double t = diff ? a[j] - b[j] : a[j];
+    volatile double p = diff ? t * t : t * b[j];
+    lane[j % 8] = lane[j % 8] + p;
   }
+  double s = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+  for (int64_t j = n8; j < n; j++) {
+    volatile double t = diff ? a[j] - b[j] : a[j];
+    volatile double p = diff ? t * t : t * b[j];
+    s = s + p;
+  }
+  return s;
+}
+
+/* The small kernels over doubles (L-BFGS's standardized rows, the gradient's norm, the distances and
+ * the triangular solve of k-means) against their scalar definitions, bit for bit, in every
+ * instruction set this CPU runs, for lengths with and without a tail of 8. */
+static void test_small_kernels(void) {
+  static const char *const isas[3] = {"scalar", "avx2", "avx512"};
+  int tested = 0;
+  for (int q = 0; q < 3; q++) {
+    if (rd_probe_simd_set(isas[q]) != 0) continue;
+    tested++;
+    rd_stream s;
+    rd_stream_init(&s, 3, "kernels", "standardize");
+    for (int64_t d = 1; d <= 37; d += 9) {
+      const int64_t K = 3, n = 5;
+      float x[37];
+      double mu[37], inv[37], y[37], X[5 * 37], r[5 * 3], G[3 * 37], Gref[3 * 37];
+      fill(&s, (uint64_t)d, mu, d, 3e4);
+      fill(&s, (uint64_t)d + 100, inv, d, 2.0);
+      for (int64_t j = 0; j < d; j++) x[j] = (float)(mu[j] + 0.5 * inv[j]);
+      rd_probe_standardize(x, mu, inv, d, y);
+      int same = 1;
+      for (int64_t j = 0; j < d; j++) {
+        volatile double t = (double)x[j] - mu[j];
+        volatile double want = t * inv[j];
+        same &= y[j] == want;
+      }
+      CHECK(same, "%s: rd_probe_standardize == ((double)x - mu) * inv_sd (d %lld)", isas[q], (long long)d);
+      fill(&s, (uint64_t)d + 200, X, n * d, 1.0);
+      fill(&s, (uint64_t)d + 300, r, n * K, 1.0);
+      fill(&s, (uint64_t)d + 400, G, K * d, 1.0);
+      memcpy(Gref, G, sizeof(double) * (size_t)(K * d));
+      for (int64_t i = 0; i < n; i++)
+        for (int64_t k = 0; k < K; k++)
+          for (int64_t j = 0; j < d; j++) {
+            volatile double p = r[i * K + k] * X[i * d + j];
+            Gref[k * d + j] = Gref[k * d + j] + p;
+          }
+      rd_probe_outer_acc(G, K, d, r, X, n);
+      CHECK(memcmp(G, Gref, sizeof(double) * (size_t)(K * d)) == 0,
+            "%s: rd_probe_outer_acc == the rows added one after another (d %lld)", isas[q], (long long)d);
+    }
+    for (int64_t d = 1; d <= 70; d += 23) {  /* 1, 24, 47, 70 */
+      enum { N = 4, C = 3 };
+      double X[N * 70], Cn[C * 70], D[N * C], want;
+      fill(&s, 500 + (uint64_t)d, X, N * d, 2.0);
+      fill(&s, 600 + (uint64_t)d, Cn, C * d, 2.0);
+      want = lane_sum(X, X, d, 0);
+      double got = rd_probe_sumsq(X, d);
+      CHECK(memcmp(&got, &want, sizeof got) == 0, "%s: rd_probe_sumsq (d %lld)", isas[q], (long long)d);
+      int64_t bad = 0;
+      rd_probe_dot_f64(X, N, d, Cn, C, D);
+      for (int i = 0; i < N; i++)
+        for (int k = 0; k < C; k++) {
+          want = lane_sum(X + i * d, Cn + k * d, d, 0);
+          bad += memcmp(&D[i * C + k], &want, sizeof want) != 0;
+        }
+      rd_probe_sqdist_f64(X, N, d, Cn, C, D);
+      for (int i = 0; i < N; i++)
+        for (int k = 0; k < C; k++) {
+          want = lane_sum(X + i * d, Cn + k * d, d, 1);
+          bad += memcmp(&D[i * C + k], &want, sizeof want) != 0;
+        }
+      CHECK(bad == 0, "%s: %lld dot products and squared distances differ (d %lld)", isas[q], (long long)bad,
+            (long long)d);
+      /* forward substitution with a lower triangle whose diagonal is kept away from 0 */
+      double *Lt = calloc((size_t)(d * d), sizeof(double)), *Y = malloc(sizeof(double) * (size_t)(2 * d));
+      float xr[2][70];
+      for (int64_t j = 0; j < d; j++) {
+        fill(&s, 700 + (uint64_t)(d * 100 + j), Lt + j * d, j, 0.3);
+        Lt[j * d + j] = 1.5 + 0.01 * (double)j;
+        xr[0][j] = (float)X[j];
+        xr[1][j] = (float)X[d + j];
+      }
+      const float *rows[2] = {xr[0], xr[1]};
+      rd_probe_lsolve(Lt, d, rows, 2, Y);
+      bad = 0;
+      for (int i = 0; i < 2; i++) {
+        double yr[70];
+        for (int64_t j = 0; j < d; j++) yr[j] = ((double)xr[i][j] - lane_sum(Lt + j * d, yr, j, 0)) / Lt[j * d + j];
+        bad += memcmp(yr, Y + i * d, sizeof(double) * (size_t)d) != 0;
+      }
+      CHECK(bad == 0, "%s: rd_probe_lsolve is forward substitution in the lanes' order (d %lld)", isas[q],
+            (long long)d);
+      free(Lt), free(Y);
+    }
+  }
+  CHECK(tested >= 2, "plain C and at least one vector instruction set tested (%d)", tested);
+  rd_probe_simd_set("avx512");
 }
 
 int main(void) {
@@ -298,6 +372,6 @@ int main(void) {
   test_tree_grad();
   test_adamw();
   test_widening();
-  test_standardize();
+  test_small_kernels();
   return t_finish("test_probe_kernels");
 }
