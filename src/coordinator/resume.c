@@ -106,6 +106,7 @@ int rd_output_decide(const char *json_path, const char *h5_path, const char *spe
       return rd_fail(st, RD_EINPUT, "%s exists and is not a file; nothing was written: move it away or choose another "
                      "output_dir", p);
   }
+  if (force && !resume) return RD_OK;  /* written whatever made them: no need to read them */
   char js[128] = "", hs[128] = "";
   if (have_json) json_spec(json_path, js, sizeof js);
   if (have_h5) h5_spec(h5_path, hs, sizeof hs);

@@ -268,22 +268,39 @@ int run_check_jobs(const rd_ctx *ctx, rd_jobfile *jf, const rd_run_flags *fl, jo
   }
   if (ctx->rank == 0) check_output_paths(jf, plans, st);
   if (rd_share_status(ctx, st, 0) != RD_OK) return st->code;
-  /* rank 0 decides for every job (write, skip or stop), then one broadcast */
-  int *act = malloc(sizeof(int) * (size_t)(jf->n_jobs ? jf->n_jobs : 1));
-  if (!act) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
-  for (int i = 0; i < jf->n_jobs && ctx->rank == 0; i++) {
+  /* what to do with each job's outputs (write, skip or stop; reading an existing report's spec can
+   * take tens of ms): job i decided on rank i mod size, the actions combined in one all-reduce, and
+   * the first job in file order that must stop reported with its own rank's message */
+  int n = jf->n_jobs;
+  int *act = malloc(sizeof(int) * (size_t)(n ? n : 1)), *all = malloc(sizeof(int) * (size_t)(n ? n : 1));
+  if (!act || !all) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
+  for (int i = 0; i < n; i++) act[i] = -1;
+  rd_status my_fail;
+  rd_status_init(&my_fail);
+  struct {
+    int index, rank;
+  } first = {n, ctx->rank}, first_all;
+  for (int i = ctx->rank; i < n; i += ctx->size) {
     job_plan *p = &plans[i];
-    if (rd_output_decide(p->json_path, p->h5_path, p->spec, fl->resume, fl->force, &p->action, st) != RD_OK) break;
+    if (rd_output_decide(p->json_path, p->h5_path, p->spec, fl->resume, fl->force, &p->action, &my_fail) != RD_OK) {
+      first.index = i;  /* this rank's later jobs cannot be the first to stop */
+      break;
+    }
     act[i] = (int)p->action;
   }
-  if (rd_share_status(ctx, st, 0) == RD_OK) {
-    RD_MPI_CHECK(ctx, MPI_Bcast(act, jf->n_jobs, MPI_INT, 0, ctx->comm));
-    for (int i = 0; i < jf->n_jobs; i++) {
+  RD_MPI_CHECK(ctx, MPI_Allreduce(&first, &first_all, 1, MPI_2INT, MPI_MINLOC, ctx->comm));
+  if (first_all.index < n) {
+    rd_share_status(ctx, &my_fail, first_all.rank);
+    *st = my_fail;
+  } else {
+    RD_MPI_CHECK(ctx, MPI_Allreduce(act, all, n, MPI_INT, MPI_MAX, ctx->comm));
+    for (int i = 0; i < n; i++) {
       plans[i].force = fl->force;
-      plans[i].action = (rd_out_action)act[i];
+      plans[i].action = (rd_out_action)all[i];
     }
   }
   free(act);
+  free(all);
   return st->code;
 }
 

@@ -2,7 +2,10 @@
 (job i on rank i mod ranks: the layout, the spec hash, the estimate), and one exchange gives every
 rank what the others found. This must not show: the error reported is the first failing job's in
 job-file order, word for word the one a plain process reports, whichever rank checked it and whatever
-the other ranks found (a later bad layout, a later missing file); nothing is written; and what a
+the other ranks found (a later bad layout, a later missing file); nothing is written. The decisions on
+outputs already there (write, skip with --resume, or stop) are spread the same way: the job that must
+stop first in file order is the one named, and --resume skips exactly the finished jobs, whichever rank
+looked at them. And what a
 job's checks derived from its input (benchmark: the scheme from the input's source attribute) reaches
 every rank, so the job computes the same report whichever rank checked it and whichever group runs it."""
 import os
@@ -57,6 +60,49 @@ for k, (what, jobs, words) in enumerate(cases):
     msgs = expect_input_error(what, ["run", jp], words, ranks=RANKS, out_dir=out)
     msgs_v = expect_input_error(what + " (validate)", ["validate", jp], words, ranks=(0, 3))
     check(msgs[0] == msgs_v[0], f"{what}: run and validate give the same message ({msgs[0]!r} / {msgs_v[0]!r})")
+
+# ---- existing outputs: decided on the rank that checked the job --------------------------------------
+# Five jobs run once; then jobs 2 and 4 change (another seed), so their reports no longer match. Without
+# --force every rank count names job 2's report (the first in file order, decided on rank 2 of 3 or rank 0
+# of 2) and leaves every file as it was; with --resume --force the three unchanged jobs are skipped and
+# only 2 and 4 rewritten; with --force alone all five are.
+dec_out = os.path.join(d, "dec_out")
+dec_jobs = [cm_job(f"j{i}", good) for i in range(5)]
+jp = write_job(os.path.join(d, "dec.json"), dec_jobs, output_dir=dec_out)
+code, _, err = run(["run", jp, "--quiet"])
+check(code == 0, f"first run of the five jobs ({err.strip()[-300:]})")
+
+
+def files_now():
+    got = {}
+    for name in sorted(os.listdir(dec_out)):
+        with open(os.path.join(dec_out, name), "rb") as f:
+            got[name] = (os.stat(os.path.join(dec_out, name)).st_mtime_ns, f.read())
+    return got
+
+
+before = files_now()
+changed = [dict(j, seed=7) if i in (2, 4) else j for i, j in enumerate(dec_jobs)]
+jp2 = write_job(os.path.join(d, "dec2.json"), changed, output_dir=dec_out)
+msgs = expect_input_error("outputs made from other specs", ["run", jp2], ["j2.json exists and was made from a "
+                          "different job spec", "--force"], ranks=(0, 2, 3, 4))
+check(files_now() == before, "no file changed by the refused runs")
+for ranks in (3, 2):
+    if ranks == 2:  # jobs 2 and 4 back to their first spec
+        code, _, err = run(["run", jp, "--quiet", "--resume", "--force"])
+        check(code == 0, f"back to the first specs ({err.strip()[-300:]})")
+        before = files_now()
+    code, _, err = run(["run", jp2, "--quiet", "--resume", "--force"], ranks=ranks)
+    check(code == 0, f"--resume --force on {ranks} ranks ({err.strip()[-300:]})")
+    now = files_now()
+    rewritten = sorted(n for n in now if now[n][0] != before[n][0])
+    check(rewritten == ["j2.h5", "j2.json", "j4.h5", "j4.json"],
+          f"--resume --force on {ranks} ranks rewrote exactly jobs 2 and 4 ({rewritten})")
+    before = now
+code, _, err = run(["run", jp2, "--quiet", "--force"], ranks=3)
+now = files_now()
+check(code == 0 and all(now[n][0] != before[n][0] for n in now), f"--force on 3 ranks rewrote all ten files "
+      f"({[n for n in now if now[n][0] == before[n][0]]} unchanged)")
 
 # ---- what a job's checks derive from its input reaches every rank --------------------------------------
 # A RewardBench 2 import says so in its source attribute; jobs without "scheme" take rewardbench-v2 from
