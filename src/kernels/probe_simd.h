@@ -448,41 +448,36 @@ static void KFN(standardize)(const float *x, const double *mu, const double *inv
   for (int64_t j = d8; j < d; j++) y[j] = ((double)x[j] - mu[j]) * inv_sd[j];
 }
 
-static void KFN(sqdist_f64)(const double *X, int64_t n, int64_t d, const double *C, int64_t c, double *D) {
-  int64_t d8 = d & ~(int64_t)7;
-  for (int64_t i = 0; i < n; i++) {
-    const double *x = X + i * d;
-    for (int64_t k = 0; k < c; k++) {
-      const double *ck = C + k * d;
-      V8 acc = V8_ZERO();
-      for (int64_t j = 0; j < d8; j += 8) {
-        V8 t = V8_SUB(V8_LDD(x + j), V8_LDD(ck + j));
-        acc = V8_ADD(acc, V8_MUL(t, t));
-      }
-      double s = KFN(lanes)(acc);
-      for (int64_t j = d8; j < d; j++) {
-        double t = x[j] - ck[j];
-        s += t * t;
-      }
-      D[i * c + k] = s;
-    }
+/* D[i, k] = the lane sum of term(x_ij, c_kj): a product (dot_f64) or a squared difference (sqdist_f64). */
+#define KPAIR(NAME, TERM)                                                                                  \
+  static void KFN(NAME)(const double *X, int64_t n, int64_t d, const double *C, int64_t c, double *D) {     \
+    int64_t d8 = d & ~(int64_t)7;                                                                          \
+    for (int64_t i = 0; i < n; i++) {                                                                      \
+      const double *x = X + i * d;                                                                         \
+      for (int64_t k = 0; k < c; k++) {                                                                    \
+        const double *ck = C + k * d;                                                                      \
+        V8 acc = V8_ZERO();                                                                                \
+        for (int64_t j = 0; j < d8; j += 8) {                                                              \
+          V8 a = V8_LDD(x + j), b = V8_LDD(ck + j);                                                        \
+          acc = V8_ADD(acc, TERM(a, b, V8_MUL, V8_SUB));                                                   \
+        }                                                                                                  \
+        double s = KFN(lanes)(acc);                                                                        \
+        for (int64_t j = d8; j < d; j++) s += TERM(x[j], ck[j], KSMUL, KSSUB);                             \
+        D[i * c + k] = s;                                                                                  \
+      }                                                                                                    \
+    }                                                                                                      \
   }
-}
-
-static void KFN(dot_f64)(const double *X, int64_t n, int64_t d, const double *C, int64_t c, double *D) {
-  int64_t d8 = d & ~(int64_t)7;
-  for (int64_t i = 0; i < n; i++) {
-    const double *x = X + i * d;
-    for (int64_t k = 0; k < c; k++) {
-      const double *ck = C + k * d;
-      V8 acc = V8_ZERO();
-      for (int64_t j = 0; j < d8; j += 8) acc = V8_ADD(acc, V8_MUL(V8_LDD(x + j), V8_LDD(ck + j)));
-      double s = KFN(lanes)(acc);
-      for (int64_t j = d8; j < d; j++) s += x[j] * ck[j];
-      D[i * c + k] = s;
-    }
-  }
-}
+#define KSMUL(a, b) ((a) * (b))
+#define KSSUB(a, b) ((a) - (b))
+#define KPRODUCT(a, b, MUL, SUB) MUL(a, b)
+#define KSQDIFF(a, b, MUL, SUB) MUL(SUB(a, b), SUB(a, b))
+KPAIR(dot_f64, KPRODUCT)
+KPAIR(sqdist_f64, KSQDIFF)
+#undef KPAIR
+#undef KSMUL
+#undef KSSUB
+#undef KPRODUCT
+#undef KSQDIFF
 
 /* Y[i] = L^-1 x_i by forward substitution (L lower triangular, d x d, row-major). */
 static void KFN(lsolve)(const double *L, int64_t d, const float *const *rows, int64_t n, double *Y) {

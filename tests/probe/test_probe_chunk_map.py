@@ -49,19 +49,24 @@ def outputs(folder):
     return json.dumps(rep["result"], sort_keys=True), got
 
 
-runs = {}
-for label, inp, ranks, env, mapped in (("chunked", "chunk.h5", 0, {}, "2 of 4"),
-                                       ("chunked, 3 ranks", "chunk.h5", 3, {}, "2 of 4"),
-                                       ("contiguous", "contig.h5", 0, {}, "4 of 4"),
-                                       ("chunked, RMDIAG_NO_MMAP=1", "chunk.h5", 0, {"RMDIAG_NO_MMAP": "1"}, "0 of 4")):
-    folder = "out_" + "".join(c for c in label if c.isalnum())
-    jp = write_job(os.path.join(d, folder + ".json"), [dict(job, input=inp)], output_dir=folder, seed=4)
-    code, _, err = run(["run", jp, "--quiet"], ranks=ranks, env=dict(env, RMDIAG_TIMING="1"))
-    check(code == 0, f"{label}: exit {code} ({err[-300:]})")
-    check(f"features: {mapped} mapped" in err, f"{label}: {mapped} feature datasets mapped "
-          f"({[l for l in err.splitlines() if 'features:' in l]})")
-    if code == 0:
-        runs[label] = outputs(folder)
+def run_all(job, cases):
+    """Runs `job` on each (label, input, ranks, env, "k of n" datasets mapped); the outputs by label."""
+    got = {}
+    for label, inp, ranks, env, mapped in cases:
+        folder = "out_" + "".join(c for c in label if c.isalnum())
+        jp = write_job(os.path.join(d, folder + ".json"), [dict(job, input=inp)], output_dir=folder, seed=4)
+        code, _, err = run(["run", jp, "--quiet"], ranks=ranks, env=dict(env, RMDIAG_TIMING="1"))
+        check(code == 0, f"{label}: exit {code} ({err[-300:]})")
+        check(f"features: {mapped} mapped" in err, f"{label}: {mapped} feature datasets mapped "
+              f"({[l for l in err.splitlines() if 'features:' in l]})")
+        if code == 0:
+            got[label] = outputs(folder)
+    return got
+
+
+runs = run_all(job, (("chunked", "chunk.h5", 0, {}, "2 of 4"), ("chunked, 3 ranks", "chunk.h5", 3, {}, "2 of 4"),
+                     ("contiguous", "contig.h5", 0, {}, "4 of 4"),
+                     ("chunked, RMDIAG_NO_MMAP=1", "chunk.h5", 0, {"RMDIAG_NO_MMAP": "1"}, "0 of 4")))
 
 ref = runs.get("chunked")
 for label, got in runs.items():
@@ -86,18 +91,9 @@ for name, chunks in (("many.h5", (1, D2)), ("many_contig.h5", None)):
         f["probe/w/label"] = lab2
         f["probe/w/split"] = split2
 job2 = {"name": "layout", "kind": "probe", "tasks": {"w": {"classes": [[0], [1]]}}, "lr_grid": [1e-2]}
-runs2 = {}
-for label, inp, ranks, mapped in (("many chunks", "many.h5", 0, "0 of 1"), ("many chunks, 2 ranks", "many.h5", 2, "1 of 1"),
-                                  ("many chunks, 3 ranks", "many.h5", 3, "1 of 1"),
-                                  ("many chunks, contiguous", "many_contig.h5", 0, "1 of 1")):
-    folder = "out_" + "".join(c for c in label if c.isalnum())
-    jp = write_job(os.path.join(d, folder + ".json"), [dict(job2, input=inp)], output_dir=folder, seed=4)
-    code, _, err = run(["run", jp, "--quiet"], ranks=ranks, env={"RMDIAG_TIMING": "1"})
-    check(code == 0, f"{label}: exit {code} ({err[-300:]})")
-    check(f"features: {mapped} mapped" in err, f"{label}: {mapped} feature datasets mapped "
-          f"({[l for l in err.splitlines() if 'features:' in l]})")
-    if code == 0:
-        runs2[label] = outputs(folder)
+runs2 = run_all(job2, (("many chunks", "many.h5", 0, {}, "0 of 1"), ("many chunks, 2 ranks", "many.h5", 2, {}, "1 of 1"),
+                       ("many chunks, 3 ranks", "many.h5", 3, {}, "1 of 1"),
+                       ("many chunks, contiguous", "many_contig.h5", 0, {}, "1 of 1")))
 ref2 = runs2.get("many chunks")
 for label, got in runs2.items():
     check(ref2 is not None and got == ref2, f"{label}: the report and every output dataset are the read file's")
