@@ -174,7 +174,6 @@ static void test_gathers(void) {
         }
     CHECK(bad == 0, "%s: %lld resampled sums differ from a plain loop in draw order", isas[k], (long long)bad);
   }
-  CHECK(tested >= 2, "the baseline and at least one vector width tested (%d)", tested);
   printf("resampled sums checked at %d vector widths (this CPU: %s)\n", tested, rd_simd_name(rd_simd()));
   free(X), free(out), free(ref), free(H), free(hout), free(B), free(idx);
 }
