@@ -35,13 +35,13 @@ static int64_t walk_bound(int64_t n, int r, int size) {
 }
 
 /* Collective over the group, on every rank for the same datasets: X->chunk_at[c] the file offset of
- * chunk c, -1 where a rank's lookup failed; 0 (nothing looked up) when the walk would be too long. */
-static int chunk_offsets(probe_run *R, feat_src *X) {
+ * chunk c, -1 where a rank's lookup failed; left NULL when the walk would be too long. */
+static void chunk_offsets(probe_run *R, feat_src *X) {
   const rd_ctx *ctx = R->ctx;
   int size = ctx->size, me = ctx->rank;
   int64_t n = (X->N + X->chunk_rows - 1) / X->chunk_rows;
   for (int r = 0; r < size; r++)
-    if (RD_H5_CHUNK_STEPS(walk_bound(n, r, size), walk_bound(n, r + 1, size)) > MAP_MAX_STEPS) return 0;
+    if (RD_H5_CHUNK_STEPS(walk_bound(n, r, size), walk_bound(n, r + 1, size)) > MAP_MAX_STEPS) return;
   int *counts = malloc(sizeof(int) * (size_t)size), *displs = malloc(sizeof(int) * (size_t)size);
   X->chunk_at = malloc(sizeof(int64_t) * (size_t)n);
   if (!counts || !displs || !X->chunk_at) rd_abort(ctx, __FILE__, __LINE__, "out of memory");
@@ -59,7 +59,6 @@ static int chunk_offsets(probe_run *R, feat_src *X) {
                                    ctx->comm));
   free(counts);
   free(displs);
-  return 1;
 }
 
 /* A chunked X whose chunk offsets were looked up: each chunk's offset relative to the first (in floats,
