@@ -106,33 +106,49 @@ static const char *type_name(const cJSON *v) {
 
 /* ---- duplicates in O(n log n): sort (value, position), then the runs of equal values ---------- */
 
-typedef struct str_at {
-  const char *s;
-  int64_t at;
-} str_at;
-
 static int cmp_str_at(const void *a, const void *b) {
-  const str_at *x = a, *y = b;
+  const rd_str_at *x = a, *y = b;
   int c = strcmp(x->s, y->s);
   return c ? c : (x->at > y->at) - (x->at < y->at);
+}
+
+int rd_str_index_make(rd_str_index *ix, const char *const *strs, int64_t n) {
+  ix->n = 0;
+  ix->v = malloc(sizeof *ix->v * (size_t)(n ? n : 1));
+  if (!ix->v) return -1;
+  for (int64_t i = 0; i < n; i++)
+    if (strs[i]) ix->v[ix->n++] = (rd_str_at){strs[i], i};
+  qsort(ix->v, (size_t)ix->n, sizeof *ix->v, cmp_str_at);
+  return 0;
+}
+
+int64_t rd_str_index_find(const rd_str_index *ix, const char *s) {
+  int64_t lo = 0, hi = ix->n;  /* the first entry not below s */
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (strcmp(ix->v[mid].s, s) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < ix->n && strcmp(ix->v[lo].s, s) == 0 ? ix->v[lo].at : -1;
+}
+
+void rd_str_index_free(rd_str_index *ix) {
+  free(ix->v);
+  ix->v = NULL;
+  ix->n = 0;
 }
 
 /* dup[i] = the position of the first string equal to strs[i] when an earlier one is, else -1 (NULL
  * strings are never duplicates). Returns -1 when out of memory. */
 static int mark_duplicates(const char *const *strs, int64_t n, int64_t *dup) {
-  str_at *v = malloc(sizeof *v * (size_t)(n ? n : 1));
-  if (!v) return -1;
-  int64_t m = 0;
-  for (int64_t i = 0; i < n; i++) {
-    dup[i] = -1;
-    if (strs[i]) v[m++] = (str_at){strs[i], i};
+  rd_str_index ix;
+  if (rd_str_index_make(&ix, strs, n) != 0) return -1;
+  for (int64_t i = 0; i < n; i++) dup[i] = -1;
+  for (int64_t i = 1, first = 0; i < ix.n; i++) {
+    if (strcmp(ix.v[i].s, ix.v[first].s) != 0) first = i;
+    else dup[ix.v[i].at] = ix.v[first].at;
   }
-  qsort(v, (size_t)m, sizeof *v, cmp_str_at);
-  for (int64_t i = 1, first = 0; i < m; i++) {
-    if (strcmp(v[i].s, v[first].s) != 0) first = i;
-    else dup[v[i].at] = v[first].at;
-  }
-  free(v);
+  rd_str_index_free(&ix);
   return 0;
 }
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "rmdiag/kernels/fastmath.h"
+#include "rmdiag/kernels/simd.h"
 
 /* Built with -fno-math-errno (CMakeLists.txt): sqrt() never sees a negative argument here, and
  * without errno the AdamW loop uses vector square roots (correctly rounded, like scalar ones).
@@ -221,16 +222,11 @@ static struct {
 static void simd_choose(void) {
   if (simd.chosen) return;
   const char *want = getenv("RMDIAG_PROBE_SIMD");
+  rd_simd_level best = rd_simd_best(), w = want ? rd_simd_named(want) : best;
   SIMD_USE(scalar);
 #ifdef PROBE_HAVE_X86
-  __builtin_cpu_init();
-  int has512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
-  int has2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  if (has512 && (!want || strcmp(want, "avx512") == 0)) {
-    SIMD_USE(avx512);
-  } else if (has2 && (!want || strcmp(want, "avx2") == 0 || strcmp(want, "avx512") == 0)) {
-    SIMD_USE(avx2);
-  }
+  if ((w < best ? w : best) == RD_SIMD_AVX512) SIMD_USE(avx512);
+  else if ((w < best ? w : best) == RD_SIMD_AVX2) SIMD_USE(avx2);
 #endif
   simd.chosen = 1;
 }

@@ -6,18 +6,18 @@
 
 static int chosen = -1;
 
-static rd_simd_level best(void) {
+rd_simd_level rd_simd_best(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl"))
     return RD_SIMD_AVX512;
-  if (__builtin_cpu_supports("avx2")) return RD_SIMD_AVX2;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return RD_SIMD_AVX2;
 #endif
   return RD_SIMD_BASE;
 }
 
-static rd_simd_level named(const char *name) {
+rd_simd_level rd_simd_named(const char *name) {
   if (strcmp(name, "avx512") == 0) return RD_SIMD_AVX512;
   if (strcmp(name, "avx2") == 0) return RD_SIMD_AVX2;
   return RD_SIMD_BASE;
@@ -25,9 +25,9 @@ static rd_simd_level named(const char *name) {
 
 rd_simd_level rd_simd(void) {
   if (chosen < 0) {
-    rd_simd_level b = best();
+    rd_simd_level b = rd_simd_best();
     const char *want = getenv("RMDIAG_SIMD");
-    rd_simd_level w = want ? named(want) : b;
+    rd_simd_level w = want ? rd_simd_named(want) : b;
     chosen = (int)(w < b ? w : b);
   }
   return (rd_simd_level)chosen;
@@ -38,7 +38,7 @@ const char *rd_simd_name(rd_simd_level level) {
 }
 
 int rd_simd_set(const char *name) {
-  rd_simd_level b = best(), w = named(name);
+  rd_simd_level b = rd_simd_best(), w = rd_simd_named(name);
   chosen = (int)(w < b ? w : b);
   return w <= b ? 0 : -1;
 }

@@ -406,6 +406,13 @@ static void test_duplicates(void) {
   CHECK(rd_first_duplicate(strs, 7, &first) == 5 && first == 1, "first repeated string at 5 (of 1), got first %lld",
         (long long)first);
   CHECK(rd_first_duplicate(strs, 5, &first) == -1, "no repeat among a, b, NULL, c, NULL");
+  /* the index of the same strings: the first position of each, -1 for one not there (NULL left out) */
+  rd_str_index six;
+  CHECK(rd_str_index_make(&six, strs, 7) == 0 && six.n == 5, "index of 7 strings, 2 of them NULL: 5 entries");
+  CHECK(rd_str_index_find(&six, "a") == 0 && rd_str_index_find(&six, "b") == 1 && rd_str_index_find(&six, "c") == 3,
+        "a at 0, b at 1 (not 5), c at 3");
+  CHECK(rd_str_index_find(&six, "d") == -1 && rd_str_index_find(&six, "") == -1, "d and the empty string: -1");
+  rd_str_index_free(&six);
   const int64_t vals[] = {5, 3, 9, 3, 5, 5};
   CHECK(rd_first_duplicate_i64(vals, 6, &first) == 3 && first == 1, "first repeated integer at 3 (of 1)");
   CHECK(rd_first_duplicate_i64(vals, 3, &first) == -1, "no repeat among 5, 3, 9");

@@ -65,6 +65,21 @@ int64_t rd_first_duplicate(const char *const *strs, int64_t n, int64_t *first);
 /* The same for integers. */
 int64_t rd_first_duplicate_i64(const int64_t *vals, int64_t n, int64_t *first);
 
+/* Strings sorted once (by value, then position; NULL ones left out) so that each is found in
+ * O(log n): rd_str_index_find gives the position of the first string equal to s, or -1. make
+ * returns -1 when out of memory (the index is then empty). */
+typedef struct rd_str_at {
+  const char *s;
+  int64_t at;
+} rd_str_at;
+typedef struct rd_str_index {
+  rd_str_at *v;
+  int64_t n;
+} rd_str_index;
+int rd_str_index_make(rd_str_index *ix, const char *const *strs, int64_t n);
+int64_t rd_str_index_find(const rd_str_index *ix, const char *s);
+void rd_str_index_free(rd_str_index *ix);
+
 /* Parses a whole buffer strictly (no trailing garbage); errors give line and column. */
 cJSON *rd_json_parse(const char *text, size_t len, const char *file, rd_status *st);
 

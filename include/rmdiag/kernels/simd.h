@@ -14,8 +14,11 @@
 
 typedef enum rd_simd_level { RD_SIMD_BASE = 0, RD_SIMD_AVX2 = 1, RD_SIMD_AVX512 = 2 } rd_simd_level;
 
-/* The best level this CPU has (AVX-512 needs F, DQ, BW and VL), or a lower one that RMDIAG_SIMD
- * (avx512 | avx2 | base) asks for; an unknown value means base. */
+/* The best level this CPU has (AVX-512 needs F, DQ, BW and VL; AVX2 needs FMA too), the level a
+ * name says ("avx512", "avx2", anything else base), and the best level or a lower one that
+ * RMDIAG_SIMD asks for. The probe's kernels choose theirs the same way from RMDIAG_PROBE_SIMD. */
+rd_simd_level rd_simd_best(void);
+rd_simd_level rd_simd_named(const char *name);
 rd_simd_level rd_simd(void);
 const char *rd_simd_name(rd_simd_level level);
 /* Tests: use `name` from now on; -1 (and the best level below it) when the CPU lacks it. */

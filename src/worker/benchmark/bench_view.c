@@ -10,50 +10,42 @@
 /* A subset score moves by 1/n per item: below this many items one item moves it by more than 0.05. */
 #define BENCH_FEW_ITEMS 20
 
-/* The report's models by name: the leaderboard lists them by rank, result.models in input order. Sorted
- * once (by name, then input order) and found by binary search, so a view of n models makes n log n
- * comparisons, not n^2/2 (5,000 models: 12.5 million); the first of equal names, as a scan would find. */
-typedef struct model_ref {
-  const char *name;
-  const cJSON *m;
-  int64_t at;
-} model_ref;
+/* The report's models by name: the leaderboard lists them by rank, result.models in input order. An
+ * index of their names (rd_str_index) makes a view of n models n log n comparisons, not n^2/2 (5,000
+ * models: 12.5 million); the first of equal names, as a scan would find. */
 typedef struct model_index {
   const cJSON *models;
-  model_ref *v;  /* NULL when out of memory: then a scan */
-  int64_t n;
+  const cJSON **m;  /* the models in order; NULL when out of memory: then a scan */
+  rd_str_index names;
 } model_index;
 
-static int by_name(const void *a, const void *b) {
-  const model_ref *x = a, *y = b;
-  int c = strcmp(x->name, y->name);
-  return c ? c : (x->at > y->at) - (x->at < y->at);
-}
-
 static model_index models_by_name(const cJSON *r) {
-  model_index ix = {cJSON_GetObjectItem(r, "models"), NULL, 0};
-  int64_t n = cJSON_GetArraySize(ix.models);
-  ix.v = malloc(sizeof(model_ref) * (size_t)(n ? n : 1));
-  if (!ix.v) return ix;
-  for (const cJSON *m = ix.models ? ix.models->child : NULL; m; m = m->next, ix.n++)
-    ix.v[ix.n] = (model_ref){rd_jstr(cJSON_GetObjectItem(m, "model")), m, ix.n};
-  qsort(ix.v, (size_t)ix.n, sizeof(model_ref), by_name);
+  model_index ix = {cJSON_GetObjectItem(r, "models"), NULL, {NULL, 0}};
+  int64_t n = cJSON_GetArraySize(ix.models), k = 0;
+  const char **names = malloc(sizeof(char *) * (size_t)(n ? n : 1));
+  ix.m = malloc(sizeof(cJSON *) * (size_t)(n ? n : 1));
+  if (names && ix.m) {
+    for (const cJSON *m = ix.models ? ix.models->child : NULL; m; m = m->next, k++) {
+      ix.m[k] = m;
+      names[k] = rd_jstr(cJSON_GetObjectItem(m, "model"));
+    }
+  }
+  if (!names || !ix.m || rd_str_index_make(&ix.names, names, k) != 0) {
+    free(ix.m);
+    ix.m = NULL;
+  }
+  free(names);
   return ix;
 }
 
 static const cJSON *model_named(const model_index *ix, const char *name) {
-  if (!ix->v) {
+  if (!ix->m) {
     for (const cJSON *m = ix->models ? ix->models->child : NULL; m; m = m->next)
       if (strcmp(rd_jstr(cJSON_GetObjectItem(m, "model")), name) == 0) return m;
     return NULL;
   }
-  int64_t lo = 0, hi = ix->n;  /* the first entry whose name is not below `name` */
-  while (lo < hi) {
-    int64_t mid = lo + (hi - lo) / 2;
-    if (strcmp(ix->v[mid].name, name) < 0) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo < ix->n && strcmp(ix->v[lo].name, name) == 0 ? ix->v[lo].m : NULL;
+  int64_t at = rd_str_index_find(&ix->names, name);
+  return at >= 0 ? ix->m[at] : NULL;
 }
 
 cJSON *bench_warnings(const cJSON *r) {
@@ -286,6 +278,7 @@ int bench_view(const cJSON *report, const char *h5, rd_view *v, rd_status *st) {
     figure_heatmap(v, r, &ix);
     figure_matrix(v, r);
   }
-  free(ix.v);
+  rd_str_index_free(&ix.names);
+  free(ix.m);
   return RD_OK;
 }
