@@ -2,13 +2,16 @@
  * them once, as rmdiag does (mmap with MAP_POPULATE, then one pass of 8-lane sums), with T threads
  * each taking a contiguous share of the rows of every dataset (a rank's share). Prints the median
  * over REPS of the whole (map + read + unmap) in seconds, each repetition mapping afresh.
- *   stream_cm [-s] FILE THREADS REPS OFFSET BYTES [OFFSET BYTES ...]
+ *   stream_cm [-s|-l] FILE THREADS REPS OFFSET BYTES [OFFSET BYTES ...]
  * With -s the first two datasets are the float32 rewards of chosen and rejected, read side by side,
  * and every element's σ(chosen − rejected) is computed with rmdiag's own branch-free float64 sigmoid
  * (include/rmdiag/kernels/fastmath.h, the one its pair kernel uses) and summed: the floor of reading
  * plus the arithmetic a bit-exact σ needs, without the split by training runs or the sums per pair.
+ * With -l the same, with σ through glibc's vectorized exp (stream_cm_libm.c): the sigmoids at the
+ * speed of the standard library, an independent measure of what 200 M float64 sigmoids cost.
  * Built by bench/bench_cm_full.py (gcc -O3 -mavx2 -ffp-contract=off -fno-trapping-math -pthread
- * -I include, the kernels' flags). */
+ * -I include, the kernels' flags; stream_cm_libm.c with -O3 -mavx2 -mfma -ffast-math, linked
+ * with -lmvec -lm). */
 #include <fcntl.h>
 #include <immintrin.h>
 #include <pthread.h>
@@ -24,7 +27,7 @@
 #define MAX_DS 8
 
 static const char *path;
-static int n_ds, T, with_sigmoid;
+static int n_ds, T, with_sigmoid; /* 1: rmdiag's σ, 2: glibc's */
 static int64_t ds_off[MAX_DS], ds_len[MAX_DS];
 
 typedef struct part {
@@ -57,6 +60,8 @@ static void sigmoids(const float *restrict rc, const float *restrict rr, double 
   for (int64_t i = 0; i < n; i++) p[i] = rd_sigmoid_fast((double)rc[i] - (double)rr[i]);
 }
 
+void stream_sigmoids_libm(const float *restrict rc, const float *restrict rr, double *restrict p, int64_t n);
+
 /* Thread t maps its share of every dataset (page-aligned), sums it as floats (or, with -s, sums the
  * sigmoids of the first two side by side and the rest as floats), unmaps. */
 static void *work(void *arg) {
@@ -75,7 +80,10 @@ static void *work(void *arg) {
     static __thread double buf[4096];
     for (int64_t i0 = 0; i0 < n; i0 += 4096) {
       int64_t k = n - i0 < 4096 ? n - i0 : 4096;
-      sigmoids(rc + i0, rr + i0, buf, k);
+      if (with_sigmoid == 2)
+        stream_sigmoids_libm(rc + i0, rr + i0, buf, k);
+      else
+        sigmoids(rc + i0, rr + i0, buf, k);
       for (int64_t j = 0; j + 4 <= k; j += 4) dacc = _mm256_add_pd(dacc, _mm256_loadu_pd(buf + j));
     }
     munmap((void *)b0, l0);
@@ -106,13 +114,13 @@ static int cmp_d(const void *a, const void *b) {
 }
 
 int main(int argc, char **argv) {
-  if (argc > 1 && argv[1][0] == '-' && argv[1][1] == 's' && argv[1][2] == '\0') {
-    with_sigmoid = 1;
+  if (argc > 1 && argv[1][0] == '-' && (argv[1][1] == 's' || argv[1][1] == 'l') && argv[1][2] == '\0') {
+    with_sigmoid = argv[1][1] == 's' ? 1 : 2;
     argv++;
     argc--;
   }
   if (argc < 6 || (argc - 4) % 2 != 0) {
-    fprintf(stderr, "usage: stream_cm [-s] FILE THREADS REPS OFFSET BYTES [OFFSET BYTES ...]\n");
+    fprintf(stderr, "usage: stream_cm [-s|-l] FILE THREADS REPS OFFSET BYTES [OFFSET BYTES ...]\n");
     return 2;
   }
   path = argv[1];
