@@ -259,6 +259,42 @@ void rd_assign_tasks_pinned(int64_t n_tasks, const double *cost, const int *pin,
   free(load);
 }
 
+int rd_handout_open(const rd_ctx *ctx, int64_t n, rd_handout *h) {
+  memset(h, 0, sizeof *h);
+  h->n = n;
+  h->shared = ctx->size > 1;
+  if (!h->shared) return RD_OK;
+  MPI_Aint bytes = ctx->rank == 0 ? (MPI_Aint)sizeof(long long) : 0;
+  RD_MPI_CHECK(ctx, MPI_Win_allocate(bytes, sizeof(long long), MPI_INFO_NULL, ctx->comm, &h->next, &h->win));
+  if (ctx->rank == 0) *h->next = 0;
+  RD_MPI_CHECK(ctx, MPI_Barrier(ctx->comm));
+  RD_MPI_CHECK(ctx, MPI_Win_lock_all(0, h->win));
+  return RD_OK;
+}
+
+int64_t rd_handout_next(const rd_ctx *ctx, rd_handout *h) {
+  if (!h->shared) return h->local < h->n ? h->local++ : -1;
+  if (h->local < 0) return -1;  /* this rank saw the end */
+  long long one = 1, i = 0;
+  RD_MPI_CHECK(ctx, MPI_Fetch_and_op(&one, &i, MPI_LONG_LONG, 0, 0, MPI_SUM, h->win));
+  RD_MPI_CHECK(ctx, MPI_Win_flush(0, h->win));
+  if (i >= h->n) {
+    h->local = -1;
+    return -1;
+  }
+  return (int64_t)i;
+}
+
+int rd_handout_close(const rd_ctx *ctx, rd_handout *h) {
+  if (!h->shared) return RD_OK;
+  RD_MPI_CHECK(ctx, MPI_Win_unlock_all(h->win));
+  /* the ranks finish at different times: wait without taking a core from those still working */
+  rd_barrier_paced(ctx);
+  RD_MPI_CHECK(ctx, MPI_Win_free(&h->win));
+  h->shared = 0;
+  return RD_OK;
+}
+
 int rd_run_tasks(const rd_ctx *ctx, int64_t n_tasks, const double *cost, rd_task_fn fn, void *arg,
                  double ***results, int64_t **lens, rd_status *st) {
   return rd_run_tasks_pinned(ctx, n_tasks, cost, NULL, fn, arg, results, lens, st);
@@ -318,28 +354,11 @@ int rd_run_tasks_pinned(const rd_ctx *ctx, int64_t n_tasks, const double *cost, 
    * largest first: a rank whose tasks take longer than their estimates takes fewer of them */
   for (int64_t k = 0; pin && k < n_tasks && st->code == RD_OK; k++)
     if (pin[k] >= 0 && (pin[k] < ctx->size ? pin[k] : 0) == ctx->rank) run_task(ctx, k, fn, arg, res, len, &pk, st);
-  if (ctx->size == 1) {
-    for (int64_t i = 0; i < n_free && st->code == RD_OK; i++) run_task(ctx, order[i], fn, arg, res, len, &pk, st);
-  } else {
-    long long *next = NULL;
-    MPI_Win win;
-    MPI_Aint bytes = ctx->rank == 0 ? (MPI_Aint)sizeof(long long) : 0;
-    RD_MPI_CHECK(ctx, MPI_Win_allocate(bytes, sizeof(long long), MPI_INFO_NULL, ctx->comm, &next, &win));
-    if (ctx->rank == 0) *next = 0;
-    RD_MPI_CHECK(ctx, MPI_Barrier(ctx->comm));
-    RD_MPI_CHECK(ctx, MPI_Win_lock_all(0, win));
-    while (st->code == RD_OK) {
-      long long one = 1, i = 0;
-      RD_MPI_CHECK(ctx, MPI_Fetch_and_op(&one, &i, MPI_LONG_LONG, 0, 0, MPI_SUM, win));
-      RD_MPI_CHECK(ctx, MPI_Win_flush(0, win));
-      if (i >= n_free) break;
-      run_task(ctx, order[i], fn, arg, res, len, &pk, st);
-    }
-    RD_MPI_CHECK(ctx, MPI_Win_unlock_all(win));
-    /* the ranks finish at different times: wait without taking a core from those still working */
-    rd_barrier_paced(ctx);
-    RD_MPI_CHECK(ctx, MPI_Win_free(&win));
-  }
+  rd_handout h;
+  rd_handout_open(ctx, n_free, &h);
+  for (int64_t i; st->code == RD_OK && (i = rd_handout_next(ctx, &h)) >= 0;)
+    run_task(ctx, order[i], fn, arg, res, len, &pk, st);
+  rd_handout_close(ctx, &h);
   free(order);
   if (rd_agree(ctx, st) != RD_OK) {
     rd_free_task_results(res, len, n_tasks);

@@ -31,6 +31,15 @@ cJSON *rd_json_pair(double lo, double hi) {
   return a;
 }
 
+int rd_json_fill_pair(cJSON *node, double lo, double hi) {
+  if (!node || !cJSON_IsNull(node)) return -1;
+  if (!isfinite(lo) || !isfinite(hi)) return 0;
+  node->type = (node->type & cJSON_StringIsConst) | cJSON_Array;
+  cJSON_AddItemToArray(node, cJSON_CreateNumber(lo));
+  cJSON_AddItemToArray(node, cJSON_CreateNumber(hi));
+  return 0;
+}
+
 int rd_json_add(cJSON *obj, const char *key, cJSON *item) {
   if (!item) return -1;
   cJSON_AddItemToObject(obj, key, item);

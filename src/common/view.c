@@ -7,6 +7,7 @@
 #include "rmdiag/common/h5in.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -255,6 +256,34 @@ void rd_format_exact(double v, char *buf, size_t n) {
   if (strtod(buf, NULL) == v) return;
   snprintf(buf, n, "%.16g", v);
   if (strtod(buf, NULL) != v) snprintf(buf, n, "%.17g", v);
+}
+
+int rd_format_fixed(char *buf, size_t n, double v, int digits) {
+  static const double p10[10] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9};
+  if (digits < 0) digits = 0;
+  double y = digits <= 9 && isfinite(v) ? fabs(v) * p10[digits] : INFINITY;
+  /* y is within half an ulp (at most 2^-13 below 2^40) of the exact |v| 10^digits: unless it is near
+   * a tie, both round to the same integer */
+  double f = floor(y), frac = y - f;
+  if (!(y < 1099511627776.0) || fabs(frac - 0.5) < 0.0009765625) return snprintf(buf, n, "%.*f", digits, v);
+  uint64_t r = (uint64_t)f + (frac > 0.5), scale = (uint64_t)p10[digits];
+  uint64_t ip = r / scale, fp = r % scale;
+  char tmp[48];
+  int k = (int)sizeof tmp;
+  for (int d = 0; d < digits; d++, fp /= 10) tmp[--k] = (char)('0' + fp % 10);
+  if (digits > 0) tmp[--k] = '.';
+  do {
+    tmp[--k] = (char)('0' + ip % 10);
+    ip /= 10;
+  } while (ip);
+  if (signbit(v)) tmp[--k] = '-';  /* (printf writes -0.00 for a small negative, as here) */
+  int len = (int)sizeof tmp - k;
+  if (n > 0) {
+    size_t m = (size_t)len < n ? (size_t)len : n - 1;
+    memcpy(buf, tmp + k, m);
+    buf[m] = '\0';
+  }
+  return len;
 }
 
 cJSON *rd_json_sq(const char *text) {

@@ -38,7 +38,7 @@ static void put_text(char *buf, size_t n, const char *s, int latex) {
 static void put_num(char *buf, size_t n, double v, int digits, int latex) {
   char tmp[64];
   if (v == 0) v = 0;  /* no "-0" */
-  snprintf(tmp, sizeof tmp, "%.*f", digits < 0 ? 0 : digits, v);
+  rd_format_fixed(tmp, sizeof tmp, v, digits < 0 ? 0 : digits);
   if (strcmp(tmp, "-0") == 0 || (tmp[0] == '-' && strspn(tmp + 1, "0.") == strlen(tmp + 1))) memmove(tmp, tmp + 1, strlen(tmp));
   size_t k = strlen(buf);
   snprintf(buf + k, n - k, "%s%s", latex && tmp[0] == '-' ? "$-$" : "", latex && tmp[0] == '-' ? tmp + 1 : tmp);

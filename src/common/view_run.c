@@ -28,6 +28,7 @@ int rd_view_summary(rd_view_fn view, const char *job, const char *kind, const cJ
   cJSON_AddItemReferenceToObject(report, "result", result);
   rd_view v;
   rd_view_init(&v);
+  v.summary_only = 1;
   int rc = view(report, NULL, &v, st);
   if (rc == RD_OK) {
     size_t n = (output_dir ? strlen(output_dir) : 0) + strlen(job) + 8;

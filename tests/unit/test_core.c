@@ -2,6 +2,7 @@
  * JSON helpers (duplicate keys in O(n log n)), the row partition, the job file parser, the output
  * journal, side-file names and the recovery of what killed runs left. Expected values are published
  * test vectors or worked by hand. */
+#include <math.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "rmdiag/common/files.h"
 #include "rmdiag/common/jsonutil.h"
 #include "rmdiag/common/signals.h"
+#include "rmdiag/common/view.h"
 #include "rmdiag/resume.h"
 #include "rmdiag/kernels/rng.h"
 #include "rmdiag/kernels/scan.h"
@@ -182,6 +184,23 @@ static void test_idmap_scan_json(void) {
   cJSON *nan = rd_json_num(NAN);
   CHECK(cJSON_IsNull(nan), "NaN becomes null");
   cJSON_Delete(nan);
+  /* a null filled in place keeps its key and place; an undefined end leaves it null */
+  cJSON *t = cJSON_CreateObject(), *slot = cJSON_CreateNull(), *undef = cJSON_CreateNull();
+  cJSON_AddItemToObject(t, "a", slot);
+  cJSON_AddItemToObject(t, "b", undef);
+  cJSON_AddNumberToObject(t, "c", 1);
+  CHECK(rd_json_fill_pair(slot, 0.25, 0.5) == 0 && rd_json_fill_pair(undef, 0.25, NAN) == 0, "pairs filled");
+  CHECK(rd_json_fill_pair(cJSON_GetObjectItem(t, "c"), 0, 1) == -1, "only a null is filled");
+  char *txt = cJSON_PrintUnformatted(t);
+  CHECK(strcmp(txt, "{\"a\":[0.25,0.5],\"b\":null,\"c\":1}") == 0, "filled pair in place: %s", txt);
+  free(txt);
+  cJSON *same = cJSON_CreateObject();
+  cJSON_AddItemToObject(same, "a", rd_json_pair(0.25, 0.5));
+  cJSON_AddItemToObject(same, "b", rd_json_pair(0.25, NAN));
+  cJSON_AddNumberToObject(same, "c", 1);
+  CHECK(cJSON_Compare(t, same, 1), "a filled null equals rd_json_pair's tree");
+  cJSON_Delete(same);
+  cJSON_Delete(t);
 }
 
 static void test_partition(void) {
@@ -651,10 +670,95 @@ static void test_run_tasks(void) {
   rd_free_task_results(res, len, T);
 }
 
+/* rd_handout: every index once over the ranks, whoever asks; rank 0 starts late (as the benchmark's
+ * rank 0 does with its report), so the others take the first ones. */
+static void test_handout(void) {
+  rd_ctx ctx;
+  if (rd_ctx_init(&ctx, MPI_COMM_WORLD, NULL, NULL) != RD_OK) {
+    CHECK(0, "rd_ctx_init");
+    return;
+  }
+  const int64_t n = 101;
+  int64_t got[101], k, m = 0;
+  rd_handout h;
+  rd_handout_open(&ctx, n, &h);
+  if (ctx.rank == 0 && ctx.size > 1) usleep(50000);
+  while ((k = rd_handout_next(&ctx, &h)) >= 0) {
+    if (m < n) got[m] = k;
+    m++;
+    usleep(200);
+  }
+  CHECK(rd_handout_next(&ctx, &h) == -1, "rd_handout: stays ended for a rank that saw the end");
+  rd_handout_close(&ctx, &h);
+  int mine = (int)m, *cnt = calloc((size_t)ctx.size, sizeof(int)), *dsp = calloc((size_t)ctx.size, sizeof(int));
+  int64_t *all = calloc((size_t)n + 64, sizeof(int64_t));
+  MPI_Allgather(&mine, 1, MPI_INT, cnt, 1, MPI_INT, MPI_COMM_WORLD);
+  int total = 0;
+  for (int r = 0; r < ctx.size; r++) dsp[r] = total, total += cnt[r];
+  CHECK(total == n, "rd_handout: %d indices handed out over %d ranks (expected %d)", total, ctx.size, (int)n);
+  if (total == n) {
+    MPI_Allgatherv(got, mine, MPI_INT64_T, all, cnt, dsp, MPI_INT64_T, MPI_COMM_WORLD);
+    int seen[101] = {0}, ok = 1;
+    for (int i = 0; i < total; i++) ok &= all[i] >= 0 && all[i] < n && !seen[all[i]]++;
+    for (int r = 0; r < ctx.size; r++)
+      for (int i = 1; i < cnt[r]; i++) ok &= all[dsp[r] + i] > all[dsp[r] + i - 1];
+    CHECK(ok, "rd_handout: each index once, increasing on each rank");
+    if (ctx.size > 1) CHECK(cnt[0] < n / ctx.size, "rd_handout: rank 0 started late and took fewer (%d of %d)", cnt[0], (int)n);
+  }
+  free(cnt);
+  free(dsp);
+  free(all);
+  rd_ctx_free(&ctx);
+}
+
+/* rd_format_fixed against printf, byte for byte: random magnitudes and digits, exact ties (0.125 to
+ * 2 digits), values one ulp either side of a decimal tie, signs, zeros and the fallbacks. */
+static void test_format_fixed(void) {
+  char a[96], b[96];
+  int bad = 0, shown = 0;
+  uint64_t x = 0x9E3779B97F4A7C15u;
+  double special[] = {0.0, -0.0, 0.5, 1.5, 2.5, -2.5, 0.125, 0.375, -0.125, 1e-300, -1e-7, 0.99995, 0.00005,
+                      1099511627775.4, 1e15, 1e300, INFINITY, -INFINITY, NAN, 0.1, 0.7, 123456.78915, 9.9999999999};
+  for (int i = 0; i < 2000000 + (int)(sizeof special / sizeof *special); i++) {
+    double v;
+    int d;
+    if (i < (int)(sizeof special / sizeof *special)) {
+      v = special[i];
+      d = i % 10;
+    } else {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      d = (int)(x % 10);
+      double u = (double)(x >> 11) / 9007199254740992.0;
+      switch ((x >> 4) % 4) {
+        case 0: v = u; break;                                      /* [0, 1): scores */
+        case 1: v = (u - 0.5) * pow(10.0, (double)((x >> 8) % 14) - 4); break;
+        case 2: {                                                  /* near a decimal tie at d digits */
+          double t = (floor(u * 1000.0) + 0.5) / pow(10.0, d);
+          v = nextafter(t, (x >> 20) & 1 ? INFINITY : -INFINITY);
+          if ((x >> 21) & 1) v = t;
+          break;
+        }
+        default: v = floor(u * 4096.0) / 64.0; break;             /* exact binary fractions */
+      }
+      if ((x >> 30) & 1) v = -v;
+    }
+    int la = rd_format_fixed(a, sizeof a, v, d), lb = snprintf(b, sizeof b, "%.*f", d, v);
+    if (la != lb || strcmp(a, b) != 0) {
+      if (shown++ < 5) fprintf(stderr, "  %.17g to %d digits: %s, printf %s\n", v, d, a, b);
+      bad++;
+    }
+  }
+  CHECK(bad == 0, "rd_format_fixed equals printf's %%.*f on 2,000,000 values (%d differ)", bad);
+  char small[4];
+  int len = rd_format_fixed(small, sizeof small, 12.345, 2);
+  CHECK(len == 5 && strcmp(small, "12.") == 0, "rd_format_fixed truncates as snprintf (%d, %s)", len, small);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   if (argc > 1 && strcmp(argv[1], "tasks") == 0) {  /* the part that runs on several ranks */
     test_run_tasks();
+    test_handout();
     int rc = t_finish("test_core tasks");
     MPI_Finalize();
     return rc;
@@ -672,6 +776,8 @@ int main(int argc, char **argv) {
   test_sort_key_idx();
   test_sort_u64();
   test_run_tasks();
+  test_handout();
+  test_format_fixed();
   int rc = t_finish("test_core");
   MPI_Finalize();
   return rc;

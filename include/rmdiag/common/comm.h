@@ -58,6 +58,20 @@ int rd_recv_bytes(const rd_ctx *ctx, void *buf, size_t nbytes, int src, int tag)
 int rd_allgather_rows(const rd_ctx *ctx, const void *mine, void *all, int64_t n_rows, int64_t block_rows,
                       size_t elem);
 
+/* A counter of handed-out work on rank 0 (MPI atomics): every rank calls rd_handout_next until it
+ * returns -1, and gets each of the indices 0..n-1 exactly once across the ranks, in order, as it asks.
+ * Open and close are collective; close waits (paced) for the ranks still working. A rank may do other
+ * work between open and its first call (the others take more meanwhile). On one rank a plain count. */
+typedef struct rd_handout {
+  int64_t n, local;
+  long long *next;
+  MPI_Win win;
+  int shared;
+} rd_handout;
+int rd_handout_open(const rd_ctx *ctx, int64_t n, rd_handout *h);
+int64_t rd_handout_next(const rd_ctx *ctx, rd_handout *h);
+int rd_handout_close(const rd_ctx *ctx, rd_handout *h);
+
 /* Independent tasks spread over ranks. Each task returns a vector of doubles (malloc'd into
  * *out); rank 0 receives every task's vector (results[k], lens[k]). Tasks are handed out largest
  * estimated `cost` first (NULL: equal costs, task order) to whichever rank asks next (a counter on

@@ -14,6 +14,9 @@ cJSON *rd_json_num(double v);
 cJSON *rd_json_int(int64_t v);
 /* [lo, hi], or null when either is undefined. */
 cJSON *rd_json_pair(double lo, double hi);
+/* Fills a null already in a tree (its key and place kept) with what rd_json_pair(lo, hi) gives:
+ * it becomes [lo, hi] when both are finite and stays null otherwise. -1 when node is not a null. */
+int rd_json_fill_pair(cJSON *node, double lo, double hi);
 /* Adds `item` under `key`; on allocation failure returns -1. */
 int rd_json_add(cJSON *obj, const char *key, cJSON *item);
 

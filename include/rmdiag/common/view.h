@@ -63,6 +63,7 @@ typedef struct rd_view {
   rd_figure *figures;
   int n_warnings;
   char **warnings;
+  int summary_only;  /* set for the stdout summary: a view may skip the tables it does not show there */
 } rd_view;
 
 typedef enum rd_format { RD_FMT_TEXT, RD_FMT_MD, RD_FMT_CSV, RD_FMT_TSV, RD_FMT_LATEX } rd_format;
@@ -108,6 +109,11 @@ const cJSON *rd_jget(const cJSON *obj, const char *path);
 void rd_cell_format(const rd_col *c, const rd_cell *x, int latex, char *buf, size_t n);
 /* A number with the fewest significant digits (15 to 17) that read back to the same double. */
 void rd_format_exact(double v, char *buf, size_t n);
+/* snprintf(buf, n, "%.*f", digits, v), the same bytes, without printf for the usual table numbers
+ * (|v| * 10^digits below 2^40, digits <= 9): the scaled value is rounded directly, and printf is
+ * asked only when it lies within 2^-10 of a rounding tie (where the product's own rounding could
+ * decide). Returns the length written, as snprintf. */
+int rd_format_fixed(char *buf, size_t n, double v, int digits);
 
 /* One table in a format. `summary`: the stdout form (at most summary_rows rows, then a line on where the rest
  * is). `report` names the report file for that line. `digits` >= 0 replaces the columns' decimals in the display

@@ -250,9 +250,11 @@ static inline int64_t bench_cmp_per_pair(const bench_opts *o, const bench_dims *
 /* Phase 6 (collective): replicates by index, their intervals by quantity, comparisons by pair.
  * Rank 0 receives ci [M × K × 3: lo, hi, dropped] and cmp [n_cmp × Kc × 4: lo, hi, p, used]
  * (malloc'd; Kc = bench_cmp_per_pair, a pair's quantities in section order, the score last).
- * The comparisons (rank 0's r->cmp_a, r->cmp_b) are broadcast to every rank first. */
+ * The comparisons (rank 0's r->cmp_a, r->cmp_b) are broadcast to every rank first. Replicates are
+ * handed out in blocks as ranks ask; rank 0 runs first(first_arg) (may be NULL) before it takes
+ * any, while the other ranks start. */
 int bench_bootstrap(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf, const bench_eval *E, bench_root *r,
-                    double **ci, double **cmp, rd_status *st);
+                    double **ci, double **cmp, void (*first)(void *), void *first_arg, rd_status *st);
 
 /* ---- the report (bench_report.c) ---- */
 
@@ -273,7 +275,18 @@ typedef struct bench_report_in {
   const char *file;
 } bench_report_in;
 
-int bench_report(const bench_report_in *in, cJSON **result, double **subset_score, rd_status *st);
+/* The report in two steps, so that rank 0 builds what the point estimate gives while the other ranks
+ * start the bootstrap: begin evaluates the point estimate, the subset scores [M × S] (malloc'd) and
+ * the result object up to the leaderboard, each interval a null kept in part; finish (with ci and
+ * cmp in `in`) fills the intervals in place and adds the comparisons and the bootstrap's summary. */
+typedef struct bench_report_part {
+  double *pt;    /* point estimate [M × K] */
+  cJSON **slot;  /* [M × K] the intervals' nulls in the result */
+} bench_report_part;
+int bench_report_begin(const bench_report_in *in, bench_report_part *part, cJSON **result, double **subset_score,
+                       rd_status *st);
+int bench_report_finish(const bench_report_in *in, bench_report_part *part, cJSON *result, rd_status *st);
+void bench_report_part_free(bench_report_part *part);
 /* The output datasets: item credits [M, I] ([M, 0] with accuracies) and subset scores [M, S]. */
 int bench_write_h5(hid_t h5, const bench_plan *p, const double *credit, const double *subset_score, rd_status *st);
 

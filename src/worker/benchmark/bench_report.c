@@ -77,9 +77,9 @@ static cJSON *subset_json(const bench_report_in *in, int64_t m, int64_t s, doubl
 }
 
 /* One model: its subsets (those present), sections and score with their intervals. pt holds the
- * point estimate [M × K], lo and hi the interval ends (NaN without the bootstrap). */
-static cJSON *model_json(const bench_report_in *in, int64_t m, const double *val, const double *pt, const double *lo,
-                         const double *hi) {
+ * point estimate [M × K]; each interval is a null here, kept in slot[m * K + k] to be filled by
+ * bench_report_finish (it stays null without the bootstrap). */
+static cJSON *model_json(const bench_report_in *in, int64_t m, const double *val, const double *pt, cJSON **slot) {
   const bench_plan *p = in->p;
   const bench_dims *d = &p->d;
   int64_t M = d->M, K = d->n_sec + 1;
@@ -95,11 +95,11 @@ static cJSON *model_json(const bench_report_in *in, int64_t m, const double *val
   for (int64_t k = 0; k < d->n_sec; k++) {
     cJSON *x = cJSON_CreateObject();
     rd_json_add(x, "score", rd_json_num(pt[m * K + k]));
-    rd_json_add(x, "ci95", rd_json_pair(lo[m * K + k], hi[m * K + k]));
+    rd_json_add(x, "ci95", slot[m * K + k] = cJSON_CreateNull());
     cJSON_AddItemToObject(secs, section_name(in->o, k), x);
   }
   rd_json_add(e, "score", rd_json_num(pt[m * K + K - 1]));
-  rd_json_add(e, "score_ci95", rd_json_pair(lo[m * K + K - 1], hi[m * K + K - 1]));
+  rd_json_add(e, "score_ci95", slot[m * K + K - 1] = cJSON_CreateNull());
   return e;
 }
 
@@ -220,22 +220,10 @@ static int comparisons_json(cJSON *r, const bench_report_in *in, const double *p
   return family >= 0 ? 0 : -1;
 }
 
-/* Percentile intervals of sections and score (computed by the ranks that own them, NaN without
- * the bootstrap); returns the most replicates dropped for an undefined value. */
-static int64_t report_intervals(const bench_report_in *in, int64_t n, double *lo, double *hi) {
-  int64_t dropped = 0;
-  for (int64_t q = 0; q < n; q++) {
-    lo[q] = in->B > 0 ? in->ci[3 * q] : NAN;
-    hi[q] = in->B > 0 ? in->ci[3 * q + 1] : NAN;
-    if (in->B > 0 && in->ci[3 * q + 2] > (double)dropped) dropped = (int64_t)in->ci[3 * q + 2];
-  }
-  return dropped;
-}
-
-/* The result object from the point estimate (val: subset values [S × M], pt: sections and score
- * [M × K]) and the intervals. */
-static int report_json(const bench_report_in *in, const double *val, const double *pt, const double *lo,
-                       const double *hi, int64_t dropped, cJSON **result, rd_status *st) {
+/* The point-estimate part of the result object (val: subset values [S × M], pt: sections and score
+ * [M × K]): everything up to the leaderboard, the intervals as nulls in slot. */
+static int report_begin_json(const bench_report_in *in, const double *val, const double *pt, cJSON **slot,
+                             cJSON **result, rd_status *st) {
   const bench_plan *p = in->p;
   const bench_opts *o = in->o;
   const bench_dims *d = &p->d;
@@ -253,50 +241,68 @@ static int report_json(const bench_report_in *in, const double *val, const doubl
   for (int q = 0; q < in->n_missing; q++) cJSON_AddItemToArray(miss, cJSON_CreateString(in->missing[q]));
   cJSON *models = cJSON_AddArrayToObject(r, "models");
   for (int64_t m = 0; m < M; m++) {
-    cJSON_AddItemToArray(models, model_json(in, m, val, pt, lo, hi));
+    cJSON_AddItemToArray(models, model_json(in, m, val, pt, slot));
     scores[m] = pt[m * K + K - 1];
   }
-  if (leaderboard_json(r, p, scores, st) != RD_OK) {
-    free(scores);
+  int rc = leaderboard_json(r, p, scores, st);
+  free(scores);
+  if (rc != RD_OK) {
     cJSON_Delete(r);
     return st->code;
   }
-  if (comparisons_json(r, in, pt) != 0) {
-    free(scores);
-    cJSON_Delete(r);
-    return rd_fail(st, RD_EFAIL, "out of memory");
-  }
-  cJSON *bo = cJSON_AddObjectToObject(r, "bootstrap");
-  cJSON_AddNumberToObject(bo, "resamples", (double)in->B);
-  cJSON_AddStringToObject(bo, "unit", "item within its subset (Ties: prompt with its ref and tied rows)");
-  cJSON_AddNumberToObject(bo, "dropped", (double)dropped);
-  free(scores);
   *result = r;
   return RD_OK;
 }
 
-int bench_report(const bench_report_in *in, cJSON **result, double **subset_score, rd_status *st) {
+int bench_report_begin(const bench_report_in *in, bench_report_part *part, cJSON **result, double **subset_score,
+                       rd_status *st) {
   const bench_dims *d = &in->p->d;
   int64_t S = d->S, M = d->M, K = d->n_sec + 1;
+  memset(part, 0, sizeof *part);
   double *val = malloc(sizeof(double) * (size_t)(S * M));
   double *acc = malloc(sizeof(double) * (size_t)bench_scratch_len(in->E));
-  double *pt = malloc(sizeof(double) * (size_t)(M * K)), *ss = malloc(sizeof(double) * (size_t)(M * S));
-  double *lo = malloc(sizeof(double) * (size_t)(M * K)), *hi = malloc(sizeof(double) * (size_t)(M * K));
-  int rc = val && acc && pt && ss && lo && hi ? RD_OK : rd_fail(st, RD_EFAIL, "out of memory");
+  double *ss = malloc(sizeof(double) * (size_t)(M * S));
+  part->pt = malloc(sizeof(double) * (size_t)(M * K));
+  part->slot = malloc(sizeof(cJSON *) * (size_t)(M * K));
+  int rc = val && acc && ss && part->pt && part->slot ? RD_OK : rd_fail(st, RD_EFAIL, "out of memory");
   if (rc == RD_OK) {
-    bench_evaluate(in->E, NULL, val, acc, pt);
+    bench_evaluate(in->E, NULL, val, acc, part->pt);
     for (int64_t m = 0; m < M; m++)
       for (int64_t s = 0; s < S; s++) ss[m * S + s] = val[s * M + m];
-    int64_t dropped = report_intervals(in, M * K, lo, hi);
-    rc = report_json(in, val, pt, lo, hi, dropped, result, st);
+    rc = report_begin_json(in, val, part->pt, part->slot, result, st);
   }
-  free(val), free(acc), free(pt), free(lo), free(hi);
+  free(val), free(acc);
   if (rc != RD_OK) {
     free(ss);
+    bench_report_part_free(part);
     return rc;
   }
   *subset_score = ss;
   return RD_OK;
+}
+
+int bench_report_finish(const bench_report_in *in, bench_report_part *part, cJSON *result, rd_status *st) {
+  const bench_dims *d = &in->p->d;
+  int64_t n = d->M * (d->n_sec + 1), dropped = 0;
+  /* percentile intervals of sections and score (computed by the ranks that own them); the most
+   * replicates dropped for an undefined value */
+  for (int64_t q = 0; in->B > 0 && q < n; q++) {
+    rd_json_fill_pair(part->slot[q], in->ci[3 * q], in->ci[3 * q + 1]);
+    if (in->ci[3 * q + 2] > (double)dropped) dropped = (int64_t)in->ci[3 * q + 2];
+  }
+  if (comparisons_json(result, in, part->pt) != 0) return rd_fail(st, RD_EFAIL, "out of memory");
+  cJSON *bo = cJSON_AddObjectToObject(result, "bootstrap");
+  cJSON_AddNumberToObject(bo, "resamples", (double)in->B);
+  cJSON_AddStringToObject(bo, "unit", "item within its subset (Ties: prompt with its ref and tied rows)");
+  cJSON_AddNumberToObject(bo, "dropped", (double)dropped);
+  return RD_OK;
+}
+
+void bench_report_part_free(bench_report_part *part) {
+  free(part->pt);
+  free(part->slot);
+  part->pt = NULL;
+  part->slot = NULL;
 }
 
 int bench_write_h5(hid_t h5, const bench_plan *p, const double *credit, const double *subset_score, rd_status *st) {

@@ -271,7 +271,7 @@ int bench_view(const cJSON *report, const char *h5, rd_view *v, rd_status *st) {
   model_index ix = models_by_name(r);
   leaderboard_table(v, r, &ix);
   comparisons_table(v, r);
-  subsets_table(v, r);
+  if (!v->summary_only) subsets_table(v, r);  /* (not in the stdout summary) */
   rd_view_warnings_from(v, r);
   if (h5) {
     figure_forest(v, r, &ix);
