@@ -178,6 +178,18 @@ int rd_allgather_rows(const rd_ctx *ctx, const void *mine, void *all, int64_t n_
   return gather_rows(ctx, mine, all, n_rows, block_rows, elem, 1);
 }
 
+int rd_allgather_rows_inplace(const rd_ctx *ctx, void *buf, int64_t n_rows, int64_t block_rows, size_t elem) {
+  if (ctx->size == 1) return RD_OK;
+  int *counts, *displs;
+  rows_layout(ctx, n_rows, block_rows, elem, &counts, &displs);
+  MPI_Datatype row = row_type(ctx, elem);
+  RD_MPI_CHECK(ctx, MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs, row, ctx->comm));
+  MPI_Type_free(&row);
+  free(counts);
+  free(displs);
+  return RD_OK;
+}
+
 /* Waits for req by testing it, first in a tight loop, then with pauses of 0.1 ms: MPI's own waits
  * poll without pause, which on a machine shared with other work (or with more ranks than cores)
  * takes the core from the rank being waited for. */

@@ -57,6 +57,8 @@ int rd_recv_bytes(const rd_ctx *ctx, void *buf, size_t nbytes, int src, int tag)
 /* Same, but every rank receives the whole array. */
 int rd_allgather_rows(const rd_ctx *ctx, const void *mine, void *all, int64_t n_rows, int64_t block_rows,
                       size_t elem);
+/* The same with each rank's rows already at their place in buf (every rank's buf holds all n_rows). */
+int rd_allgather_rows_inplace(const rd_ctx *ctx, void *buf, int64_t n_rows, int64_t block_rows, size_t elem);
 
 /* A counter of handed-out work on rank 0 (MPI atomics): every rank calls rd_handout_next until it
  * returns -1, and gets each of the indices 0..n-1 exactly once across the ranks, in order, as it asks.

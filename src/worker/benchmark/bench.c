@@ -35,7 +35,7 @@ static void bench_state_free(bench_state *s) {
 static int bench_tables(const rd_ctx *ctx, const rd_job *job, bench_state *s, int64_t B, rd_status *st) {
   if (B > 0 || ctx->rank == 0) {
     s->E.acc_input = s->r.acc;
-    if (bench_eval_init(&s->E, &s->p, job->opts, s->credit, st) == RD_OK && s->p.d.n_prompts > 0)
+    if (bench_eval_init(&s->E, &s->p, job->opts, s->credit, B > 0 ? ctx : NULL, st) == RD_OK && s->p.d.n_prompts > 0)
       bench_ties_build(&s->p, s->g, &s->E.ties, st);
   }
   if (rd_agree(ctx, st) != RD_OK) return st->code;

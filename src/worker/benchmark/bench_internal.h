@@ -219,8 +219,11 @@ typedef struct bench_eval {
   const double *acc_input;  /* accuracy mode: [M × S] (NaN = missing for that model) */
 } bench_eval;
 
-/* Fills CT from the full credit matrix [M × I]. */
-int bench_eval_init(bench_eval *E, const bench_plan *p, const bench_opts *o, const double *credit, rd_status *st);
+/* Fills the tables from the full credit matrix [M × I]. With ctx (collective over it) each rank
+ * scans its share of the models for the denominators and fills its share of the tables' rows, and
+ * the shares are gathered everywhere; NULL: all here. */
+int bench_eval_init(bench_eval *E, const bench_plan *p, const bench_opts *o, const double *credit, const rd_ctx *ctx,
+                    rd_status *st);
 void bench_eval_free(bench_eval *E);
 
 /* Values of one evaluation: subset values val[s * M + m], then per model the sections and the

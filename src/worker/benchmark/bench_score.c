@@ -41,13 +41,14 @@ static int64_t gcd64(int64_t a, int64_t b) {
   return a;
 }
 
-/* Ls[s]: the least common denominator of subset s's credits when it is small enough for exact int16
- * sums (scale × items <= INT16_MAX), 1 for 0/1 credits, 0 for doubles; one pass along the rows. */
-static void eval_scales(const bench_plan *p, const double *credit, int64_t *Ls) {
+/* Ls[s]: the least common denominator of subset s's credits in models [ma, mb) when it is small
+ * enough for exact int16 sums (scale × items <= INT16_MAX), 1 for 0/1 credits, 0 for doubles; one
+ * pass along the rows. The value over all models combines those of model ranges (scales_combine). */
+static void eval_scales(const bench_plan *p, const double *credit, int64_t ma, int64_t mb, int64_t *Ls) {
   const bench_dims *d = &p->d;
-  int64_t S = d->S, M = d->M, I = d->I;
+  int64_t S = d->S, I = d->I;
   for (int64_t s = 0; s < S; s++) Ls[s] = 1;
-  for (int64_t m = 0; m < M; m++) {
+  for (int64_t m = ma; m < mb; m++) {
     const double *cr = credit + m * I;
     for (int64_t i = 0, k; i < I && (k = rd_bench_first_nonbinary(cr + i, I - i)) >= 0; i++) {
       i += k;
@@ -84,34 +85,52 @@ static void eval_rows(bench_eval *E, const bench_plan *p, int64_t *Ls, int64_t *
       row_of[p->subset_items[p->subset_first[s] + t]] = E->ct_first[s] + t;
 }
 
+/* Ls of all models from those of `n` model ranges (parts[r * S + s]): the least common multiple of
+ * the parts' denominators, 0 (doubles) when a part is 0 or the multiple makes scale × items pass
+ * INT16_MAX. The same as one pass over all models, in any order: a denominator only grows. */
+static void scales_combine(const bench_plan *p, const int64_t *parts, int n, int64_t *Ls) {
+  for (int64_t s = 0; s < p->d.S; s++) {
+    int64_t L = 1;
+    for (int r = 0; r < n && L > 0; r++) {
+      int64_t x = parts[(int64_t)r * p->d.S + s];
+      L = x == 0 ? 0 : L / gcd64(L, x) * x;
+      if (L * p->subset_n[s] > INT16_MAX) L = 0;
+    }
+    Ls[s] = L;
+  }
+}
+
 /* Each subset's items as rows of the models' credits (padded with zeros), so a sum over drawn
- * items runs over contiguous lanes; filled eight models at a time along the credit rows. */
-static void eval_fill(bench_eval *E, const bench_plan *p, const double *credit, const int64_t *row_of) {
+ * items runs over contiguous lanes: rows [r0, r1) of table t (0 CT, 1 CT16, 2 CT8; item_of[row]),
+ * filled eight models at a time along the credit rows. */
+static void eval_fill(bench_eval *E, const bench_plan *p, const double *credit, const int64_t *item_of, int t,
+                      int64_t r0, int64_t r1) {
   int64_t M = p->d.M, I = p->d.I;
   for (int64_t m0 = 0; m0 < M; m0 += 8) {
     int64_t mm = M - m0 < 8 ? M - m0 : 8;
-    for (int64_t i = 0; i < I; i++) {
-      int32_t s = p->item_subset[i];
-      if (E->ct_first[s] < 0) continue;
-      int64_t L = E->scale[s];
-      if (L == 1) {
-        uint8_t *dst = E->CT8 + row_of[i] * E->Mp8 + m0;
+    for (int64_t row = r0; row < r1; row++) {
+      int64_t i = item_of[row];
+      if (t == 2) {
+        uint8_t *dst = E->CT8 + row * E->Mp8 + m0;
         for (int64_t k = 0; k < mm; k++) dst[k] = credit[(m0 + k) * I + i] == 1.0;
-      } else if (L > 1) {
-        int16_t *dst = E->CT16 + row_of[i] * E->Mp16 + m0;
+      } else if (t == 1) {
+        int16_t *dst = E->CT16 + row * E->Mp16 + m0;
+        double L = (double)E->scale[p->item_subset[i]];
         /* c is num/den rounded with den dividing L: c * L is within an ulp of the integer num * L / den */
-        for (int64_t k = 0; k < mm; k++) dst[k] = (int16_t)rint(credit[(m0 + k) * I + i] * (double)L);
+        for (int64_t k = 0; k < mm; k++) dst[k] = (int16_t)rint(credit[(m0 + k) * I + i] * L);
       } else {
-        double *dst = E->CT + row_of[i] * E->Mp + m0;
+        double *dst = E->CT + row * E->Mp + m0;
         for (int64_t k = 0; k < mm; k++) dst[k] = credit[(m0 + k) * I + i];
       }
     }
   }
 }
 
-int bench_eval_init(bench_eval *E, const bench_plan *p, const bench_opts *o, const double *credit, rd_status *st) {
+int bench_eval_init(bench_eval *E, const bench_plan *p, const bench_opts *o, const double *credit, const rd_ctx *ctx,
+                    rd_status *st) {
   const bench_dims *d = &p->d;
   int64_t S = d->S, M = d->M, I = d->I;
+  int size = ctx ? ctx->size : 1, rank = ctx ? ctx->rank : 0;
   E->p = p;
   E->o = o;
   E->Mp = round8(M);
@@ -119,31 +138,51 @@ int bench_eval_init(bench_eval *E, const bench_plan *p, const bench_opts *o, con
   E->Mp8 = (M + 63) / 64 * 64;
   E->ct_first = malloc(sizeof(int64_t) * (size_t)S);
   E->scale = calloc((size_t)S, sizeof *E->scale);
-  if (!E->ct_first || !E->scale) return rd_fail(st, RD_EFAIL, "out of memory");
+  if (!E->ct_first || !E->scale) rd_fail(st, RD_EFAIL, "out of memory");
+  if (ctx && size > 1 && rd_agree(ctx, st) != RD_OK) return st->code;
+  if (st->code != RD_OK) return st->code;
   for (int64_t s = 0; s < S; s++) E->ct_first[s] = -1;
   if (d->accuracy_mode) return RD_OK;
-  int64_t *Ls = malloc(sizeof(int64_t) * (size_t)S), *row_of = malloc(sizeof(int64_t) * (size_t)I);
-  if (!Ls || !row_of) {
-    free(Ls);
-    free(row_of);
-    return rd_fail(st, RD_EFAIL, "out of memory");
-  }
+  int64_t *Ls = malloc(sizeof(int64_t) * (size_t)S * (size_t)(size + 1)), *row_of = malloc(sizeof(int64_t) * (size_t)I);
+  int64_t *item_of = malloc(sizeof(int64_t) * (size_t)(I + 1));
+  if (!Ls || !row_of || !item_of) rd_abort(ctx, __FILE__, __LINE__, "out of memory for the evaluation tables");
+  /* the denominators: each rank scans its share of the models, the shares are combined */
+  int64_t ma, mb, *part = Ls + S;
+  rd_split_range(M, size, rank, &ma, &mb);
+  eval_scales(p, credit, ma, mb, part + (int64_t)rank * S);
+  if (size > 1) RD_MPI_CHECK(ctx, MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, part, (int)S, MPI_INT64_T, ctx->comm));
+  scales_combine(p, part, size, Ls);
   int64_t rows[3];
-  eval_scales(p, credit, Ls);
   eval_rows(E, p, Ls, row_of, rows);
+  /* each table's rows' items, the tables one after another (CT, CT16, CT8) */
+  int64_t base[3] = {0, rows[0], rows[0] + rows[1]};
+  for (int64_t i = 0; i < I; i++) {
+    int64_t sc = E->scale[p->item_subset[i]];
+    if (E->ct_first[p->item_subset[i]] >= 0) item_of[base[sc == 1 ? 2 : sc > 1 ? 1 : 0] + row_of[i]] = i;
+  }
   free(Ls);
+  free(row_of);
   E->CT = rd_malloc_big(sizeof(double) * (size_t)(rows[0] * E->Mp + 8), st, "credits by subset");
   E->CT16 = E->CT ? rd_malloc_big(sizeof(int16_t) * (size_t)(rows[1] * E->Mp16 + 32), st, "credits by subset") : NULL;
   E->CT8 = E->CT16 ? rd_malloc_big((size_t)(rows[2] * E->Mp8 + 64), st, "credits by subset") : NULL;
-  if (!E->CT || !E->CT16 || !E->CT8) {
-    free(row_of);
+  if (ctx && size > 1) rd_agree(ctx, st);
+  if (st->code != RD_OK) {
+    free(item_of);
     return st->code;
   }
   memset(E->CT16, 0, sizeof(int16_t) * (size_t)(rows[1] * E->Mp16));
   memset(E->CT8, 0, (size_t)(rows[2] * E->Mp8));
   memset(E->CT, 0, sizeof(double) * (size_t)(rows[0] * E->Mp));
-  eval_fill(E, p, credit, row_of);
-  free(row_of);
+  /* each rank fills its share of every table's rows; the shares are gathered everywhere */
+  void *tab[3] = {E->CT, E->CT16, E->CT8};
+  size_t row_bytes[3] = {sizeof(double) * (size_t)E->Mp, sizeof(int16_t) * (size_t)E->Mp16, (size_t)E->Mp8};
+  for (int t = 0; t < 3; t++) {
+    int64_t r0, r1;
+    rd_rank_rows(rows[t], 1, size, rank, &r0, &r1);
+    eval_fill(E, p, credit, item_of + base[t], t, r0, r1);
+    if (size > 1) rd_allgather_rows_inplace(ctx, tab[t], rows[t], 1, row_bytes[t]);
+  }
+  free(item_of);
   return RD_OK;
 }
 
