@@ -114,6 +114,12 @@ INLINE void y8_st(double *p, v8y v) {
   _mm256_storeu_pd(p, v.lo);
   _mm256_storeu_pd(p + 4, v.hi);
 }
+/* the forward tile's halves (probe_simd.h, FT_BODY) */
+#define V8_HALF __m256d
+#define V8_HALF_LDF(p) _mm256_cvtps_pd(_mm_loadu_ps(p))
+#define V8_HALF_LDD _mm256_loadu_pd
+#define V8_HALF_SET1 _mm256_set1_pd
+#define V8_HALF_FMA(a, h, w, x) ((h) ? ((a).hi = _mm256_fmadd_pd((w), (x), (a).hi)) : ((a).lo = _mm256_fmadd_pd((w), (x), (a).lo)))
 #define V8 v8y
 #define V8_ISA avx2
 #define V8_ZERO y8_zero
@@ -128,8 +134,8 @@ INLINE void y8_st(double *p, v8y v) {
 #define V8_ACC 6
 #define V8_DOT_OUT 2
 #define V8_NODE_OC 3
-#define V8_FWD_ROWS(oc) ((oc) == 1 ? 4 : (oc) == 2 ? 2 : 1)
-#define V8_BWD_JB(oc) ((oc) == 1 ? 3 : (oc) == 2 ? 2 : 1)
+#define V8_FWD_ROWS(oc) ((oc) == 1 ? 4 : 2)
+#define V8_BWD_JB(oc) ((oc) == 1 ? 6 : (oc) == 2 ? 3 : 2)
 #include "probe_simd.h"
 #include "probe_simd_end.h"
 #if defined(__clang__)

@@ -221,6 +221,60 @@ static void KFN(sqdist_rows)(const float *const *rows, int64_t n, int64_t d, con
 #define PROBE_FWD_JC 512
 #endif
 
+/* One step of 8 columns of the forward tile: each row's 8 values widened, each output's 8 weights
+ * loaded once and used for every row. With V8_HALF (a vector of two halves, AVX2) the halves are
+ * done one after the other: the rows' low halves, each output's low weights, then the high ones, so
+ * that 2 R OC accumulators, R half rows and one half of weights fit the 16 registers (the weights are
+ * loaded once per step, not once per row). The operations on each lane are the same either way. */
+#ifdef V8_HALF
+#define FT_BODY(R, OC)                                                                                   \
+  for (int h = 0; h < 2; h++) {                                                                         \
+    V8_HALF xh[R];                                                                                      \
+    for (int r = 0; r < R; r++) xh[r] = V8_HALF_LDF(x[r] + j + 4 * h);                                  \
+    for (int o = 0; o < OC; o++) {                                                                      \
+      V8_HALF wh = V8_HALF_LDD(w[o] + j + 4 * h);                                                       \
+      __asm__("" : "+x"(wh)); /* in a register: loaded once, not folded into each row's multiply-add */ \
+      for (int r = 0; r < R; r++) V8_HALF_FMA(acc[r][o], h, wh, xh[r]);                                 \
+    }                                                                                                   \
+  }
+#else
+#define FT_BODY(R, OC)                                                                                   \
+  V8 xv[R];                                                                                             \
+  for (int r = 0; r < R; r++) xv[r] = V8_LDF(x[r] + j);                                                 \
+  for (int o = 0; o < OC; o++) {                                                                        \
+    V8 wv = V8_LDD(w[o] + j);                                                                           \
+    V8_REG(wv);                                                                                         \
+    for (int r = 0; r < R; r++) acc[r][o] = V8_FMA(wv, xv[r], acc[r][o]);                               \
+  }
+#endif
+
+/* One row of the backward tile: the row's JB vectors of columns widened, times each output's
+ * residual. With V8_HALF the residuals are broadcast once into OC registers and the row is taken a
+ * half vector at a time, so that 2 OC JB accumulators fit beside them. Same operations per lane. */
+#ifdef V8_HALF
+#define BT_BODY(OC, JB)                                                                                  \
+  const double *ri = r + i * O + o0;                                                                    \
+  V8_HALF rv[OC];                                                                                       \
+  for (int o = 0; o < OC; o++) {                                                                        \
+    rv[o] = V8_HALF_SET1(ri[o]);                                                                        \
+    __asm__("" : "+x"(rv[o])); /* broadcast once per row, held in registers */                          \
+  }                                                                                                     \
+  for (int b = 0; b < JB; b++)                                                                          \
+    for (int h = 0; h < 2; h++) {                                                                       \
+      V8_HALF xh = V8_HALF_LDF(x[i] + j0 + 8 * b + 4 * h);                                              \
+      for (int o = 0; o < OC; o++) V8_HALF_FMA(acc[o][b], h, rv[o], xh);                                \
+    }
+#else
+#define BT_BODY(OC, JB)                                                                                  \
+  V8 xv[JB];                                                                                            \
+  for (int b = 0; b < JB; b++) xv[b] = V8_LDF(x[i] + j0 + 8 * b);                                       \
+  const double *ri = r + i * O + o0;                                                                    \
+  for (int o = 0; o < OC; o++) {                                                                        \
+    V8 rv = V8_SET1(ri[o]);                                                                             \
+    for (int b = 0; b < JB; b++) acc[o][b] = V8_FMA(rv, xv[b], acc[o][b]);                              \
+  }
+#endif
+
 /* RX rows x OC outputs over columns [j0, j1), the lane state st (row stride ldst) read unless
  * `first` and written back. While it runs, the rows are read ahead: PROBE_FWD_PF floats ahead in
  * the same row and, past the block's end, in the rows xn[r] that the next tile reads (from their
@@ -234,15 +288,9 @@ static void KFN(sqdist_rows)(const float *const *rows, int64_t n, int64_t d, con
     for (int r = 0; r < R; r++)                                                                         \
       for (int o = 0; o < OC; o++) acc[r][o] = first ? V8_ZERO() : V8_LDD(st + r * ldst + 8 * o);      \
     for (int64_t j = j0; j < j1; j += 8) {                                                              \
-      V8 xv[R];                                                                                         \
       int64_t ja = j + PROBE_FWD_PF;                                                                    \
       for (int r = 0; r < R; r++) __builtin_prefetch(ja < j1 ? x[r] + ja : xn[r] + (ja - j1), 0, 3);    \
-      for (int r = 0; r < R; r++) xv[r] = V8_LDF(x[r] + j);                                             \
-      for (int o = 0; o < OC; o++) {                                                                    \
-        V8 wv = V8_LDD(w[o] + j);                                                                       \
-        V8_REG(wv);                                                                                     \
-        for (int r = 0; r < R; r++) acc[r][o] = V8_FMA(wv, xv[r], acc[r][o]);                           \
-      }                                                                                                 \
+      FT_BODY(R, OC)                                                                                    \
     }                                                                                                   \
     for (int r = 0; r < R; r++)                                                                         \
       for (int o = 0; o < OC; o++) V8_ST(st + r * ldst + 8 * o, acc[r][o]);                             \
@@ -262,16 +310,10 @@ static void KFN(sqdist_rows)(const float *const *rows, int64_t n, int64_t d, con
       for (int o = 0; o < OC; o++)                                                                      \
         for (int b = 0; b < JB; b++) acc[o][b] = V8_ZERO();                                             \
       for (int64_t i = uoff[u]; i < uoff[u + 1]; i++) {                                                 \
-        V8 xv[JB];                                                                                      \
         /* the row's columns PROBE_BWD_PF blocks before (its lines come from L2 or L3) */                   \
         for (int q = 0; q < (JB * 32 + 63) / 64; q++)                                                   \
           __builtin_prefetch(x[i] + j0 - PROBE_BWD_PF * 8 * JB + 16 * q, 0, 3);                         \
-        for (int b = 0; b < JB; b++) xv[b] = V8_LDF(x[i] + j0 + 8 * b);                                 \
-        const double *ri = r + i * O + o0;                                                              \
-        for (int o = 0; o < OC; o++) {                                                                  \
-          V8 rv = V8_SET1(ri[o]);                                                                       \
-          for (int b = 0; b < JB; b++) acc[o][b] = V8_FMA(rv, xv[b], acc[o][b]);                        \
-        }                                                                                               \
+        BT_BODY(OC, JB)                                                                                 \
       }                                                                                                 \
       for (int k = u; k & 1; k >>= 1) { /* a right child: left + right */                              \
         const double *s = stk + --top * lev;                                                            \

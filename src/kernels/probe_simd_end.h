@@ -17,3 +17,10 @@
 #undef V8_REG
 #undef V8_FWD_ROWS
 #undef V8_BWD_JB
+#undef V8_HALF
+#undef V8_HALF_LDF
+#undef V8_HALF_LDD
+#undef V8_HALF_FMA
+#undef FT_BODY
+#undef V8_HALF_SET1
+#undef BT_BODY
