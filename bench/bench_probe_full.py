@@ -15,6 +15,12 @@ repetitions; medians, each rank's peak resident memory and CPU, rmdiag's phase t
            segments, evaluation, centroids);
            with --layout contiguous also bench/stream_rows.c: the training rows once from the mapped
            file in a random order (the epoch's floor, as in bench/bench_probe.py)
+  floor with arithmetic: the larger of the read once and the epoch's float64 multiply-adds (forward
+           and backward: 4 flops per training row, feature and output; 3 learning rates x 3 classes = 9
+           outputs) at the CPU's float64 matrix-multiply peak, measured in the same round (numpy's BLAS
+           on one thread, a 2048 x 2048 product). The sums are float64 by contract: no program that
+           reads the rows and does that arithmetic on this CPU can take less, even with the two
+           overlapped
 
 The input is generated in DIR (--keep, reused when present) or $TMPDIR, and removed at the end unless
 --keep. It needs 3.3 GB of disk and, for the peer (which holds the rows twice), about 7 GB of memory.
@@ -25,6 +31,7 @@ Looked at: rmdiag against the peer and the floor, memory per rank against max_me
 against 1."""
 import json
 import os
+import statistics
 import subprocess
 import sys
 
@@ -90,7 +97,28 @@ def dd_floor(threads):
     return dict(seconds=wall, wall=wall, cpu=cpu, load=l0, ranks=[], phases={})
 
 
-rows = [("floor: read once, 1 thr", lambda: dd_floor(1)), ("floor: read once, 2 thr", lambda: dd_floor(2))]
+N_OUT = 9  # 3 learning rates x 3 classes, trained together
+EPOCH_FLOPS = 4.0 * (N - N_VA - N_TE) * D * N_OUT
+GEMM = ("import time, numpy as np\n"
+        "a = np.random.default_rng(0).random((2048, 2048)); b = a.T.copy(); a @ b\n"
+        "t = min((lambda t0: (a @ b, time.perf_counter() - t0)[1])(time.perf_counter()) for _ in range(3))\n"
+        "print(2 * 2048 ** 3 / t)")
+
+
+def arith_floor():
+    """The larger of the read once (1 dd) and the epoch's flops at the float64 matrix-multiply rate measured now."""
+    rd = dd_floor(1)
+    p, _, _, _ = measure([a.python, "-c", GEMM], env=dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
+                                                          MKL_NUM_THREADS="1"))
+    rate = float(p.stdout.split()[0])
+    t = max(rd["seconds"], EPOCH_FLOPS / rate)
+    print(f"    (float64 matrix multiply: {rate / 1e9:.1f} GFlop/s; the epoch's {EPOCH_FLOPS / 1e9:.1f} GFlop "
+          f"take {EPOCH_FLOPS / rate:.3f} s at that rate)", file=sys.stderr)
+    return dict(seconds=t, wall=t, cpu=t, load=rd["load"], ranks=[], phases={})
+
+
+rows = [("floor: read once, 1 thr", lambda: dd_floor(1)), ("floor: read once, 2 thr", lambda: dd_floor(2)),
+        ("floor with arithmetic", arith_floor)]
 if a.layout == "contiguous":
     stream_bin = os.path.join(tmp, "stream_rows")
     subprocess.run(["gcc", "-O2", "-mavx2", "-pthread", os.path.join(HERE, "stream_rows.c"), "-o", stream_bin], check=True)
@@ -111,4 +139,8 @@ print(f"probe full size: {N} x {D} float32 ({size / 1e9:.2f} GB, {a.layout}), {N
 full_table(res, {"rmdiag 1 rank": "floor: read once, 1 thr", "rmdiag 2 ranks": "floor: read once, 2 thr",
                  "numpy peer": "floor: read once, 1 thr"})
 print(speedup_line(res))
+if "floor with arithmetic" in res and "rmdiag 1 rank" in res:
+    one = statistics.median(r["seconds"] for r in res["rmdiag 1 rank"])
+    fa = statistics.median(r["seconds"] for r in res["floor with arithmetic"])
+    print(f"1 rank / max(read once, the epoch's float64 arithmetic at the CPU's matrix-multiply peak): {one / fa:.2f}")
 phase_table(res, ["rmdiag 1 rank", "rmdiag 2 ranks"])
