@@ -80,6 +80,60 @@ static void KFN(dot_rows)(const float *const *rows, int64_t n, int64_t d, const 
   }
 }
 
+/* One step of 8 columns of the forward tile: each row's 8 values widened, each output's 8 weights
+ * loaded once and used for every row. With V8_HALF (a vector of two halves, AVX2) the halves are
+ * done one after the other: the rows' low halves, each output's low weights, then the high ones, so
+ * that 2 R OC accumulators, R half rows and one half of weights fit the 16 registers (the weights are
+ * loaded once per step, not once per row). The operations on each lane are the same either way. */
+#ifdef V8_HALF
+#define FT_BODY(R, OC)                                                                                   \
+  for (int h = 0; h < 2; h++) {                                                                         \
+    V8_HALF xh[R];                                                                                      \
+    for (int r = 0; r < R; r++) xh[r] = V8_HALF_LDF(x[r] + j + 4 * h);                                  \
+    for (int o = 0; o < OC; o++) {                                                                      \
+      V8_HALF wh = V8_HALF_LDD(w[o] + j + 4 * h);                                                       \
+      __asm__("" : "+x"(wh)); /* in a register: loaded once, not folded into each row's multiply-add */ \
+      for (int r = 0; r < R; r++) V8_HALF_FMA(acc[r][o], h, wh, xh[r]);                                 \
+    }                                                                                                   \
+  }
+#else
+#define FT_BODY(R, OC)                                                                                   \
+  V8 xv[R];                                                                                             \
+  for (int r = 0; r < R; r++) xv[r] = V8_LDF(x[r] + j);                                                 \
+  for (int o = 0; o < OC; o++) {                                                                        \
+    V8 wv = V8_LDD(w[o] + j);                                                                           \
+    V8_REG(wv);                                                                                         \
+    for (int r = 0; r < R; r++) acc[r][o] = V8_FMA(wv, xv[r], acc[r][o]);                               \
+  }
+#endif
+
+/* One row of the backward tile: the row's JB vectors of columns widened, times each output's
+ * residual. With V8_HALF the residuals are broadcast once into OC registers and the row is taken a
+ * half vector at a time, so that 2 OC JB accumulators fit beside them. Same operations per lane. */
+#ifdef V8_HALF
+#define BT_BODY(OC, JB)                                                                                  \
+  const double *ri = r + i * O + o0;                                                                    \
+  V8_HALF rv[OC];                                                                                       \
+  for (int o = 0; o < OC; o++) {                                                                        \
+    rv[o] = V8_HALF_SET1(ri[o]);                                                                        \
+    __asm__("" : "+x"(rv[o])); /* broadcast once per row, held in registers */                          \
+  }                                                                                                     \
+  for (int b = 0; b < JB; b++)                                                                          \
+    for (int h = 0; h < 2; h++) {                                                                       \
+      V8_HALF xh = V8_HALF_LDF(x[i] + j0 + 8 * b + 4 * h);                                              \
+      for (int o = 0; o < OC; o++) V8_HALF_FMA(acc[o][b], h, rv[o], xh);                                \
+    }
+#else
+#define BT_BODY(OC, JB)                                                                                  \
+  V8 xv[JB];                                                                                            \
+  for (int b = 0; b < JB; b++) xv[b] = V8_LDF(x[i] + j0 + 8 * b);                                       \
+  const double *ri = r + i * O + o0;                                                                    \
+  for (int o = 0; o < OC; o++) {                                                                        \
+    V8 rv = V8_SET1(ri[o]);                                                                             \
+    for (int b = 0; b < JB; b++) acc[o][b] = V8_FMA(rv, xv[b], acc[o][b]);                              \
+  }
+#endif
+
 /* G[o, j] (+)= Σ_i r[i*O + o] x_ij over rows in order, for outputs [o0, o0 + OC), JB vectors of
  * columns at a time (OC * JB accumulators in registers). */
 #define KBWD(OC, JB)                                                                                     \
@@ -90,13 +144,7 @@ static void KFN(dot_rows)(const float *const *rows, int64_t n, int64_t d, const 
     for (int o = 0; o < OC; o++)                                                                        \
       for (int b = 0; b < JB; b++) acc[o][b] = V8_ZERO();                                               \
     for (int64_t i = 0; i < n; i++) {                                                                   \
-      V8 xv[JB];                                                                                        \
-      for (int b = 0; b < JB; b++) xv[b] = V8_LDF(x[i] + j0 + 8 * b);                                   \
-      const double *ri = r + i * O + o0;                                                                \
-      for (int o = 0; o < OC; o++) {                                                                    \
-        V8 rv = V8_SET1(ri[o]);                                                                         \
-        for (int b = 0; b < JB; b++) acc[o][b] = V8_FMA(rv, xv[b], acc[o][b]);                          \
-      }                                                                                                 \
+      BT_BODY(OC, JB)                                                                                   \
     }                                                                                                   \
     for (int o = 0; o < OC; o++)                                                                        \
       for (int b = 0; b < JB; b++) {                                                                    \
@@ -219,60 +267,6 @@ static void KFN(sqdist_rows)(const float *const *rows, int64_t n, int64_t d, con
 #endif
 #ifndef PROBE_FWD_JC
 #define PROBE_FWD_JC 512
-#endif
-
-/* One step of 8 columns of the forward tile: each row's 8 values widened, each output's 8 weights
- * loaded once and used for every row. With V8_HALF (a vector of two halves, AVX2) the halves are
- * done one after the other: the rows' low halves, each output's low weights, then the high ones, so
- * that 2 R OC accumulators, R half rows and one half of weights fit the 16 registers (the weights are
- * loaded once per step, not once per row). The operations on each lane are the same either way. */
-#ifdef V8_HALF
-#define FT_BODY(R, OC)                                                                                   \
-  for (int h = 0; h < 2; h++) {                                                                         \
-    V8_HALF xh[R];                                                                                      \
-    for (int r = 0; r < R; r++) xh[r] = V8_HALF_LDF(x[r] + j + 4 * h);                                  \
-    for (int o = 0; o < OC; o++) {                                                                      \
-      V8_HALF wh = V8_HALF_LDD(w[o] + j + 4 * h);                                                       \
-      __asm__("" : "+x"(wh)); /* in a register: loaded once, not folded into each row's multiply-add */ \
-      for (int r = 0; r < R; r++) V8_HALF_FMA(acc[r][o], h, wh, xh[r]);                                 \
-    }                                                                                                   \
-  }
-#else
-#define FT_BODY(R, OC)                                                                                   \
-  V8 xv[R];                                                                                             \
-  for (int r = 0; r < R; r++) xv[r] = V8_LDF(x[r] + j);                                                 \
-  for (int o = 0; o < OC; o++) {                                                                        \
-    V8 wv = V8_LDD(w[o] + j);                                                                           \
-    V8_REG(wv);                                                                                         \
-    for (int r = 0; r < R; r++) acc[r][o] = V8_FMA(wv, xv[r], acc[r][o]);                               \
-  }
-#endif
-
-/* One row of the backward tile: the row's JB vectors of columns widened, times each output's
- * residual. With V8_HALF the residuals are broadcast once into OC registers and the row is taken a
- * half vector at a time, so that 2 OC JB accumulators fit beside them. Same operations per lane. */
-#ifdef V8_HALF
-#define BT_BODY(OC, JB)                                                                                  \
-  const double *ri = r + i * O + o0;                                                                    \
-  V8_HALF rv[OC];                                                                                       \
-  for (int o = 0; o < OC; o++) {                                                                        \
-    rv[o] = V8_HALF_SET1(ri[o]);                                                                        \
-    __asm__("" : "+x"(rv[o])); /* broadcast once per row, held in registers */                          \
-  }                                                                                                     \
-  for (int b = 0; b < JB; b++)                                                                          \
-    for (int h = 0; h < 2; h++) {                                                                       \
-      V8_HALF xh = V8_HALF_LDF(x[i] + j0 + 8 * b + 4 * h);                                              \
-      for (int o = 0; o < OC; o++) V8_HALF_FMA(acc[o][b], h, rv[o], xh);                                \
-    }
-#else
-#define BT_BODY(OC, JB)                                                                                  \
-  V8 xv[JB];                                                                                            \
-  for (int b = 0; b < JB; b++) xv[b] = V8_LDF(x[i] + j0 + 8 * b);                                       \
-  const double *ri = r + i * O + o0;                                                                    \
-  for (int o = 0; o < OC; o++) {                                                                        \
-    V8 rv = V8_SET1(ri[o]);                                                                             \
-    for (int b = 0; b < JB; b++) acc[o][b] = V8_FMA(rv, xv[b], acc[o][b]);                              \
-  }
 #endif
 
 /* RX rows x OC outputs over columns [j0, j1), the lane state st (row stride ldst) read unless
