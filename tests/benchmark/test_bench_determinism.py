@@ -3,7 +3,8 @@ for a plain process and 1, 2, 3 and 4 ranks (oversubscribed). The input has more
 item block (9020 items, blocks of 4096), so ranks split rows of the models x item-block tiles mid-row; a Ties
 subset with prompts present only as ref or only as tied; bootstrap replicates and all paired
 comparisons. The same scores stored as contiguous float32 (mapped from the file), as chunked
-compressed float64 (read through HDF5) and with mapping turned off give the same bytes too."""
+compressed float64 (read through HDF5) and with mapping turned off give the same bytes too; so do 17
+replicates on 4 ranks, where some ranks take no block of replicates."""
 import os
 
 from benchutil import *
@@ -66,6 +67,19 @@ for key in ("f32-0", "f64z-0"):
     with h5py.File(os.path.join(d, "o" + key, "det.h5")) as f:
         cr[key] = f["bench/item_credit"][...]
 check(np.array_equal(cr["f32-0"], cr["f64z-0"]), "float32 mapped and float64 compressed inputs: the same credits")
+# replicates are handed out in blocks of 16: with 17 of them on 4 ranks two ranks take none and one takes
+# a block of 1; the rank 0 that starts late with the report takes none or one
+few = {}
+for ranks in (0, 4):
+    key = f"few-{ranks}"
+    write_job(os.path.join(d, key + ".json"), [dict(job, name="det", input="f32.h5", bootstrap=17)],
+              output_dir="o" + key, seed=9)
+    code, _, err = run(["run", os.path.join(d, key + ".json"), "--quiet", "--backend", "cpu"], ranks=ranks)
+    check(code == 0, f"{key}: exit {code} ({err.strip()})")
+    with open(os.path.join(d, "o" + key, "det.h5"), "rb") as f:
+        few[ranks] = (json.dumps(load_report(os.path.join(d, "o" + key, "det.json"))["result"], sort_keys=True), f.read())
+check(few[4] == few[0], "17 replicates on 4 ranks (ranks without a block): report and HDF5 identical to one process")
+check(json.loads(few[0][0])["bootstrap"]["resamples"] == 17, "17 replicates")
 r = json.loads(ref[0])
 check(r["models"][0]["subsets"]["Ties"]["composite"]["n_prompts_both"] == 300, "Ties: 300 prompts with both rows")
 check(r["models"][0]["score_ci95"] is not None and len(r["comparisons"]) == 21, "bootstrap and comparisons ran")

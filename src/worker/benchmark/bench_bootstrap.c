@@ -1,7 +1,8 @@
 /* benchmark: the distributed bootstrap (see docs/reference.md, 'Bootstrap and comparisons').
  * Blocks of 16 replicates (every model's sections and score, Q = M × K values each) are handed out
- * to the ranks as they ask (rank 0 first does its serial report work); an all-to-all exchange then gives each rank every replicate of its share of the
- * quantities, rd_split_range(Q, size, r), whose percentile intervals it computes. With comparisons,
+ * to the ranks as they ask (rank 0 first does its serial report work); an all-to-all exchange then
+ * gives each rank every replicate of its share of the quantities, rd_split_range(Q, size, r), whose
+ * percentile intervals it computes. With comparisons,
  * every rank receives all models' score replicates (and section replicates with "compare_sections")
  * and computes its share of the compared (pair, quantity) units. Rank 0
  * gathers the intervals ci [Q × 3: lo, hi, dropped] and comparisons cmp [n_cmp × 4: lo, hi, p, used].
