@@ -95,8 +95,6 @@ static int bench_run(const rd_ctx *ctx, const rd_job *job, const rd_jobfile *jf,
                            .cmp_b = s.r.cmp_b, .n_cmp = s.r.n_cmp, .missing = s.r.missing,
                            .n_missing = s.r.n_missing, .file = job->input};
   if (B > 0 && bench_bootstrap(ctx, job, jf, &s.E, &s.r, &s.ci, &s.cmp, outputs_begin, &a, st) != RD_OK) goto done;
-  a.in.cmp_a = s.r.cmp_a;  /* (shared by the bootstrap) */
-  a.in.cmp_b = s.r.cmp_b;
   if (ctx->rank == 0) outputs_finish(jf, &a, st);
   rd_barrier_paced(ctx);  /* the others wait for rank 0's report without taking a core from it */
   rd_share_status(ctx, st, 0);

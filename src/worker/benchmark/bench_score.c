@@ -145,7 +145,14 @@ int bench_eval_init(bench_eval *E, const bench_plan *p, const bench_opts *o, con
   if (d->accuracy_mode) return RD_OK;
   int64_t *Ls = malloc(sizeof(int64_t) * (size_t)S * (size_t)(size + 1)), *row_of = malloc(sizeof(int64_t) * (size_t)I);
   int64_t *item_of = malloc(sizeof(int64_t) * (size_t)(I + 1));
-  if (!Ls || !row_of || !item_of) rd_abort(ctx, __FILE__, __LINE__, "out of memory for the evaluation tables");
+  if (!Ls || !row_of || !item_of) rd_fail(st, RD_EFAIL, "out of memory for the evaluation tables");
+  if (ctx && size > 1) rd_agree(ctx, st);
+  if (st->code != RD_OK) {
+    free(Ls);
+    free(row_of);
+    free(item_of);
+    return st->code;
+  }
   /* the denominators: each rank scans its share of the models, the shares are combined */
   int64_t ma, mb, *part = Ls + S;
   rd_split_range(M, size, rank, &ma, &mb);
