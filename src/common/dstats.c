@@ -123,8 +123,9 @@ static unsigned pick_bucket(const uint32_t *h, unsigned bins, int64_t *rem) {
  * the next 8 bits within the targets' buckets, all-reduced; then the groups (set, 24-bit prefix)
  * receive this rank's keys with those prefixes, a small fraction of the values (no copy of the
  * larger 16-bit buckets). */
-static int first_rounds(const rd_ctx *ctx, int n_sets, const double *const *x, const size_t *n, int n_t, const int *set,
-                        int64_t *rem, uint64_t *prefix, int *group_of, key_group **groups_out, int *n_groups_out) {
+static int first_rounds(const rd_ctx *ctx, int n_sets, const double *const *x, const size_t *n, const uint32_t *noted,
+                        int n_t, const int *set, int64_t *rem, uint64_t *prefix, int *group_of, key_group **groups_out,
+                        int *n_groups_out) {
   int *want = dcalloc(ctx, (size_t)n_sets, sizeof *want), *hist_of = dcalloc(ctx, (size_t)n_sets, sizeof *hist_of);
   int nw = 0;
   for (int t = 0; t < n_t; t++) want[set[t]] = 1;
@@ -133,6 +134,10 @@ static int first_rounds(const rd_ctx *ctx, int n_sets, const double *const *x, c
   uint32_t *h4 = dmalloc(ctx, sizeof(uint32_t) * 4 * TOP_BINS);
   for (int s = 0; s < n_sets; s++) {
     if (!want[s]) continue;
+    if (noted) { /* the histograms a pass before made (rd_dist_notes) */
+      memcpy(loc + (size_t)hist_of[s] * TOP_BINS, noted + (size_t)s * TOP_BINS, sizeof(uint32_t) * TOP_BINS);
+      continue;
+    }
     memset(h4, 0, sizeof(uint32_t) * 4 * TOP_BINS);
     const double *xs = x[s];
     size_t i = 0;
@@ -272,16 +277,13 @@ static void next_round(const rd_ctx *ctx, int n_t, int64_t *rem, uint64_t *prefi
   *ngp = nn;
 }
 
-static int radix_select(const rd_ctx *ctx, int n_sets, const double *const *x, const size_t *n, int n_targets,
-                        const int *set, const int64_t *k, double *value);
-
 /* Sequences of fewer than RD_SORT_SMALL defined values: gathered in order on every rank and sorted
  * there as rd_summarize sorts them; their targets are answered and taken out (*set_out = -1). */
-static void small_sets(const rd_ctx *ctx, int n_sets, const double *const *x, const size_t *n, int n_t, const int *set,
-                       const int64_t *k, double *value, int *set_out) {
+static void small_sets(const rd_ctx *ctx, int n_sets, const double *const *x, const size_t *n, const size_t *defined,
+                       int n_t, const int *set, const int64_t *k, double *value, int *set_out) {
   size_t *m = dcalloc(ctx, (size_t)n_sets, sizeof *m);
   int64_t *off = dcalloc(ctx, (size_t)n_sets, sizeof *off), *total = dcalloc(ctx, (size_t)n_sets, sizeof *total);
-  for (int s = 0; s < n_sets; s++) m[s] = rd_count_defined(x[s], n[s]);
+  for (int s = 0; s < n_sets; s++) m[s] = defined ? defined[s] : rd_count_defined(x[s], n[s]);
   rd_dist_counts(ctx, n_sets, m, off, total);
   memcpy(set_out, set, sizeof(int) * (size_t)n_t);
   int *cnt = dmalloc(ctx, sizeof(int) * (size_t)ctx->size), *dis = dmalloc(ctx, sizeof(int) * (size_t)ctx->size);
@@ -316,12 +318,17 @@ static void small_sets(const rd_ctx *ctx, int n_sets, const double *const *x, co
   free(total);
 }
 
-int rd_dist_order_stats(const rd_ctx *ctx, int n_sets, const double *const *x, const size_t *n, int n_targets,
-                        const int *set, const int64_t *k, double *value) {
+static int radix_select(const rd_ctx *ctx, int n_sets, const double *const *x, const size_t *n, const uint32_t *noted,
+                        int n_targets, const int *set, const int64_t *k, double *value);
+
+/* rd_dist_order_stats, with what a pass before noted (NULL: nothing): the rank's defined counts
+ * and its histograms of the top 16 bits ([n_sets][TOP_BINS]). */
+static int order_stats(const rd_ctx *ctx, int n_sets, const double *const *x, const size_t *n, const size_t *defined,
+                       const uint32_t *noted, int n_targets, const int *set, const int64_t *k, double *value) {
   if (n_targets <= 0) return RD_OK;
   /* small sequences first; the radix selection takes the other targets */
   int *set2 = dmalloc(ctx, sizeof(int) * (size_t)n_targets), *map = dmalloc(ctx, sizeof(int) * (size_t)n_targets);
-  small_sets(ctx, n_sets, x, n, n_targets, set, k, value, set2);
+  small_sets(ctx, n_sets, x, n, defined, n_targets, set, k, value, set2);
   int nt = 0;
   int64_t *k2 = dmalloc(ctx, sizeof(int64_t) * (size_t)n_targets);
   for (int t = 0; t < n_targets; t++)
@@ -332,7 +339,7 @@ int rd_dist_order_stats(const rd_ctx *ctx, int n_sets, const double *const *x, c
     }
   if (nt > 0) {
     double *v2 = dmalloc(ctx, sizeof(double) * (size_t)nt);
-    radix_select(ctx, n_sets, x, n, nt, set2, k2, v2);
+    radix_select(ctx, n_sets, x, n, noted, nt, set2, k2, v2);
     for (int t = 0; t < nt; t++) value[map[t]] = v2[t];
     free(v2);
   }
@@ -342,15 +349,20 @@ int rd_dist_order_stats(const rd_ctx *ctx, int n_sets, const double *const *x, c
   return RD_OK;
 }
 
-static int radix_select(const rd_ctx *ctx, int n_sets, const double *const *x, const size_t *n, int n_targets,
+int rd_dist_order_stats(const rd_ctx *ctx, int n_sets, const double *const *x, const size_t *n, int n_targets,
                         const int *set, const int64_t *k, double *value) {
+  return order_stats(ctx, n_sets, x, n, NULL, NULL, n_targets, set, k, value);
+}
+
+static int radix_select(const rd_ctx *ctx, int n_sets, const double *const *x, const size_t *n, const uint32_t *noted,
+                        int n_targets, const int *set, const int64_t *k, double *value) {
   int64_t *rem = dmalloc(ctx, sizeof(int64_t) * (size_t)n_targets);
   uint64_t *prefix = dmalloc(ctx, sizeof(uint64_t) * (size_t)n_targets);
   int *group_of = dmalloc(ctx, sizeof(int) * (size_t)n_targets);
   memcpy(rem, k, sizeof(int64_t) * (size_t)n_targets);
   key_group *g = NULL;
   int ng = 0;
-  first_rounds(ctx, n_sets, x, n, n_targets, set, rem, prefix, group_of, &g, &ng);
+  first_rounds(ctx, n_sets, x, n, noted, n_targets, set, rem, prefix, group_of, &g, &ng);
   for (int bits = TOP_BITS + DIGIT_BITS; bits < 64; bits += DIGIT_BITS)
     next_round(ctx, n_targets, rem, prefix, group_of, &g, &ng);
   for (int t = 0; t < n_targets; t++) value[t] = rd_order_value(prefix[t]);
@@ -367,13 +379,63 @@ static int radix_select(const rd_ctx *ctx, int n_sets, const double *const *x, c
 #define N_QUANTILES 5
 static const double summary_q[N_QUANTILES] = {0.05, 0.25, 0.5, 0.75, 0.95};
 
-int rd_dist_summaries(const rd_ctx *ctx, int n_sets, const double *const *x, const size_t *n, rd_summary *out) {
+int rd_dist_notes_init(rd_dist_notes *nt, int n_sets) {
+  nt->n_sets = n_sets;
+  nt->defined = calloc((size_t)n_sets, sizeof *nt->defined);
+  /* four histograms side by side per sequence (close values fall in few bins), summed when read;
+   * pages that no value touches stay unallocated */
+  nt->hist = calloc((size_t)n_sets * 4 * TOP_BINS, sizeof *nt->hist);
+  if (nt->defined && nt->hist) return 0;
+  rd_dist_notes_free(nt);
+  return -1;
+}
+
+void rd_dist_notes_add(rd_dist_notes *nt, int set, const double *x, size_t n) {
+  uint32_t *h4 = nt->hist + (size_t)set * 4 * TOP_BINS;
+  size_t i = 0, nan = 0;
+  for (; i + 4 <= n; i += 4)
+    for (int c = 0; c < 4; c++) {
+      if (isnan(x[i + c])) {
+        nan++;
+        continue;
+      }
+      h4[c * TOP_BINS + (rd_order_key(x[i + c]) >> (64 - TOP_BITS))]++;
+    }
+  for (; i < n; i++) {
+    if (isnan(x[i])) {
+      nan++;
+      continue;
+    }
+    h4[rd_order_key(x[i]) >> (64 - TOP_BITS)]++;
+  }
+  nt->defined[set] += n - nan;
+}
+
+void rd_dist_notes_free(rd_dist_notes *nt) {
+  free(nt->defined);
+  free(nt->hist);
+  nt->defined = NULL;
+  nt->hist = NULL;
+}
+
+int rd_dist_summaries(const rd_ctx *ctx, int n_sets, const double *const *x, const size_t *n,
+                      const rd_dist_notes *notes, rd_summary *out) {
   int64_t *off = dmalloc(ctx, sizeof(int64_t) * (size_t)n_sets), *total = dmalloc(ctx, sizeof(int64_t) * (size_t)n_sets);
   double *sums = dmalloc(ctx, sizeof(double) * (size_t)n_sets), *means = dmalloc(ctx, sizeof(double) * (size_t)n_sets);
   size_t *defined = dcalloc(ctx, (size_t)n_sets, sizeof *defined);
-  for (int s = 0; s < n_sets; s++) defined[s] = rd_count_defined(x[s], n[s]);
+  uint32_t *hist = NULL;
+  if (notes) {
+    hist = dmalloc(ctx, sizeof(uint32_t) * (size_t)n_sets * TOP_BINS);
+    for (int s = 0; s < n_sets; s++) {
+      const uint32_t *h4 = notes->hist + (size_t)s * 4 * TOP_BINS;
+      uint32_t *h = hist + (size_t)s * TOP_BINS;
+      for (int d = 0; d < TOP_BINS; d++) h[d] = h4[d] + h4[TOP_BINS + d] + h4[2 * TOP_BINS + d] + h4[3 * TOP_BINS + d];
+      defined[s] = notes->defined[s];
+    }
+  } else {
+    for (int s = 0; s < n_sets; s++) defined[s] = rd_count_defined(x[s], n[s]);
+  }
   rd_dist_counts(ctx, n_sets, defined, off, total);
-  free(defined);
   /* mean (rd_mean_sd: the fixed-block sum over n), then the second pass around it */
   rd_dist_sums(ctx, n_sets, x, n, off, NULL, sums);
   for (int s = 0; s < n_sets; s++) means[s] = total[s] > 0 ? sums[s] / (double)total[s] : NAN;
@@ -398,7 +460,9 @@ int rd_dist_summaries(const rd_ctx *ctx, int n_sets, const double *const *x, con
       }
     }
   }
-  rd_dist_order_stats(ctx, n_sets, x, n, nt, tset, tk, tv);
+  order_stats(ctx, n_sets, x, n, defined, hist, nt, tset, tk, tv);
+  free(defined);
+  free(hist);
   if (ctx->rank == 0) {
     for (int s = 0, t = 0; s < n_sets; s++) {
       rd_summary *o = &out[s];

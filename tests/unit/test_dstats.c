@@ -146,8 +146,17 @@ static void test_dist(const rd_ctx *ctx, size_t n) {
     part[s] = x[s] + b[ctx->rank];
     len[s] = b[ctx->rank + 1] - b[ctx->rank];
   }
-  rd_summary got[S];
-  rd_dist_summaries(ctx, S, part, len, got);
+  rd_summary got[S], noted[S];
+  rd_dist_summaries(ctx, S, part, len, NULL, got);
+  /* the same with counts and histograms noted beforehand, each rank's part added in uneven pieces
+   * (sets in reverse order), as a pass that makes the values would add them */
+  rd_dist_notes notes;
+  CHECK(rd_dist_notes_init(&notes, S) == 0, "notes allocated");
+  for (int s = S - 1; s >= 0; s--)
+    for (size_t i = 0, step = 1; i < len[s]; i += step, step = step * 3 + 1)
+      rd_dist_notes_add(&notes, s, part[s] + i, step < len[s] - i ? step : len[s] - i);
+  rd_dist_summaries(ctx, S, part, len, &notes, noted);
+  rd_dist_notes_free(&notes);
   int set[3 * S];
   int64_t k[3 * S];
   double v[3 * S], *sorted[S];
@@ -158,10 +167,16 @@ static void test_dist(const rd_ctx *ctx, size_t n) {
     if (ctx->rank == 0) {
       const double g[7] = {got[s].mean, got[s].sd, got[s].q05, got[s].q25, got[s].median, got[s].q75, got[s].q95};
       const double w[7] = {want.mean, want.sd, want.q05, want.q25, want.median, want.q75, want.q95};
+      const double h[7] = {noted[s].mean, noted[s].sd, noted[s].q05, noted[s].q25, noted[s].median, noted[s].q75,
+                           noted[s].q95};
       CHECK(got[s].n == want.n, "n %zu set %d: n %lld vs %lld", n, s, (long long)got[s].n, (long long)want.n);
-      for (int i = 0; i < 7; i++)
+      CHECK(noted[s].n == want.n, "n %zu set %d, noted: n %lld vs %lld", n, s, (long long)noted[s].n, (long long)want.n);
+      for (int i = 0; i < 7; i++) {
         CHECK(same_bits(g[i], w[i]) || (isnan(g[i]) && isnan(w[i])), "n %zu set %d: field %d %.17g vs %.17g", n, s, i,
               g[i], w[i]);
+        CHECK(same_bits(h[i], w[i]) || (isnan(h[i]) && isnan(w[i])), "n %zu set %d, noted: field %d %.17g vs %.17g", n,
+              s, i, h[i], w[i]);
+      }
     }
     sorted[s] = malloc(sizeof(double) * (n ? n : 1));
     size_t m = 0;

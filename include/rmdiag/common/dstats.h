@@ -30,8 +30,23 @@ int rd_dist_sums(const rd_ctx *ctx, int n_sets, const double *const *x, const si
 int rd_dist_order_stats(const rd_ctx *ctx, int n_sets, const double *const *x, const size_t *n, int n_targets,
                         const int *set, const int64_t *k, double *value);
 
+/* What a pass that makes or reads the values can note on the way, so that rd_dist_summaries reads
+ * them twice fewer: each sequence's count of defined values on this rank and the histogram of their
+ * order keys' top 16 bits. rd_dist_notes_add takes the rank's values of one sequence, in pieces in
+ * any order; init returns -1 when out of memory. */
+typedef struct rd_dist_notes {
+  int n_sets;
+  size_t *defined;
+  uint32_t *hist;
+} rd_dist_notes;
+int rd_dist_notes_init(rd_dist_notes *nt, int n_sets);
+void rd_dist_notes_add(rd_dist_notes *nt, int set, const double *x, size_t n);
+void rd_dist_notes_free(rd_dist_notes *nt);
+
 /* Collective. rd_summarize of each sequence (x[s]: the rank's part of n[s] values, NaN left out as
- * rd_summarize does), on rank 0: n, mean, sd and the five quantiles (the interval fields NaN). */
-int rd_dist_summaries(const rd_ctx *ctx, int n_sets, const double *const *x, const size_t *n, rd_summary *out);
+ * rd_summarize does), on rank 0: n, mean, sd and the five quantiles (the interval fields NaN).
+ * notes (or NULL): what a pass before noted of exactly these values. */
+int rd_dist_summaries(const rd_ctx *ctx, int n_sets, const double *const *x, const size_t *n,
+                      const rd_dist_notes *notes, rd_summary *out);
 
 #endif

@@ -56,11 +56,26 @@ static int pair_kernel(const rd_ctx *ctx, const cm_layout *L, const cm_rows *w, 
   return rd_agree(ctx, st);
 }
 
-/* The summaries of TM, TG, CM over every rank's pairs, where they are (rank 0 gets them). */
-static int summaries(const rd_ctx *ctx, int64_t n, cm_values *v) {
+/* CM = TM - TG over the rank's n pairs, and the summaries of TM, TG, CM over every rank's pairs,
+ * where they are (rank 0 gets them). The pass that makes CM notes, a cache-sized block at a time,
+ * the counts and histograms the summaries would otherwise read the three arrays again for. */
+#define NOTE_BLOCK 4096
+static int cm_and_summaries(const rd_ctx *ctx, int64_t n, cm_values *v) {
+  rd_dist_notes notes;
+  int noted = rd_dist_notes_init(&notes, 3) == 0;
+  for (int64_t b = 0; b < n; b += NOTE_BLOCK) {
+    int64_t e = n - b < NOTE_BLOCK ? n : b + NOTE_BLOCK;
+    for (int64_t i = b; i < e; i++) v->cm[i] = v->tm[i] - v->tg[i];
+    if (!noted) continue;
+    rd_dist_notes_add(&notes, 0, v->tm + b, (size_t)(e - b));
+    rd_dist_notes_add(&notes, 1, v->tg + b, (size_t)(e - b));
+    rd_dist_notes_add(&notes, 2, v->cm + b, (size_t)(e - b));
+  }
   const double *x[3] = {v->tm, v->tg, v->cm};
   size_t m[3] = {(size_t)n, (size_t)n, (size_t)n};
-  return rd_dist_summaries(ctx, 3, x, m, v->sum);
+  int rc = rd_dist_summaries(ctx, 3, x, m, noted ? &notes : NULL, v->sum);
+  if (noted) rd_dist_notes_free(&notes);
+  return rc;
 }
 
 /* Per-user sums of the rank's n pairs added to acc ([U][8]: sum, count of TM, TG, CM, then two
@@ -119,9 +134,8 @@ int cm_pair_values(const rd_ctx *ctx, const rd_job *job, cm_input *in, cm_values
   int64_t n = v->hi - v->lo, P = v->P;
   if (!v->computed && pair_kernel(ctx, L, &in->w, v, st) != RD_OK) return st->code;
   cm_rows_free(&in->w);
-  for (int64_t i = 0; i < n; i++) v->cm[i] = v->tm[i] - v->tg[i];
   rd_timing_mark(ctx->rank, job->name, "pair kernel");
-  summaries(ctx, n, v);
+  cm_and_summaries(ctx, n, v);
   rd_timing_mark(ctx->rank, job->name, "summaries");
   cm_user_sums(ctx, &in->u, n, v->tm, v->tg, v->cm, &v->F);
   rd_timing_mark(ctx->rank, job->name, "user sums");
