@@ -5,25 +5,29 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "rmdiag/kernels/cm.h"
 #include "rmdiag/kernels/fastmath.h"
+#include "rmdiag/kernels/simd.h"
 
 double rd_sigmoid(double x) { return rd_sigmoid_fast(x); }
 
 /* Pass 1, a flat loop the compiler vectorizes for the widest vectors the CPU has (chosen at
  * load time); every lane computes the same bits as scalar code. It splits σ(rc − rr) into the
- * train part (σ where in_train, else +0.0) and the held-out part (the rest). The AVX-512 clone
- * asks for x86-64-v4 (AVX-512 F, DQ, BW, VL): with F alone the float-to-double conversions and
- * 64-bit integer steps are split into 256-bit halves and the loop runs 1.5x slower. FMA comes with
- * it but is never used: kernels are built with -ffp-contract=off. */
+ * train part (σ where in_train, else +0.0) and the held-out part (the rest). The flags are 0 or 1
+ * (the reader checks them), so the train part is σ times the flag: exactly σ or +0.0 (σ is never
+ * negative), with no select. The AVX-512 clone asks for x86-64-v4 (AVX-512 F, DQ, BW, VL): with F
+ * alone the float-to-double conversions and 64-bit integer steps are split into 256-bit halves and
+ * the loop runs 1.5x slower. FMA comes with it but is never used: kernels are built with
+ * -ffp-contract=off. */
 #define SPLIT_SIGMOID(T)                                                                        \
   __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))                           \
   static void split_sigmoid_##T(const T *restrict rc, const T *restrict rr, const uint8_t *restrict m, \
                                 double *restrict tin, double *restrict tout, int64_t n) {       \
     for (int64_t i = 0; i < n; i++) {                                                           \
       double p = rd_sigmoid_fast((double)rc[i] - (double)rr[i]);                                \
-      double t = m[i] ? p : 0.0;                                                                \
+      double t = p * (double)m[i];                                                              \
       tin[i] = t;                                                                               \
       tout[i] = p - t;                                                                          \
     }                                                                                           \
@@ -32,10 +36,11 @@ SPLIT_SIGMOID(float)
 SPLIT_SIGMOID(double)
 
 /* Pass 2: per pair, sums in run order. Adding +0.0 leaves a sum of non-negative terms
- * unchanged, so these are exactly the sums of each side's values; four pairs at a time give
- * eight independent addition chains. */
-static void pair_sums(const double *tin, const double *tout, const uint8_t *m, int64_t np, int64_t R,
-                      double *tm, double *tg, int32_t *nt) {
+ * unchanged, so these are exactly the sums of each side's values. Four pairs at a time: eight
+ * independent addition chains, or under AVX2 one vector per side whose lane l is pair q + l, fed
+ * by 4 x 4 blocks (four runs of four pairs) transposed in registers. Either way every pair adds its
+ * own runs in run order: the same bits. */
+static int64_t pair_sums4_plain(const double *tin, const double *tout, int64_t np, int64_t R, double *tm, double *tg) {
   int64_t q = 0;
   for (; q + 4 <= np; q += 4) {
     const double *a0 = tin + q * R, *a1 = a0 + R, *a2 = a1 + R, *a3 = a2 + R;
@@ -48,6 +53,80 @@ static void pair_sums(const double *tin, const double *tout, const uint8_t *m, i
     tm[q] = i0; tm[q + 1] = i1; tm[q + 2] = i2; tm[q + 3] = i3;
     tg[q] = o0; tg[q + 1] = o1; tg[q + 2] = o2; tg[q + 3] = o3;
   }
+  return q;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* acc (lane l: pair l's sum so far) plus runs j..j+3 of the four pairs at p, p + R, ... in order */
+RD_TARGET_AVX2 static inline __m256d add_runs4(__m256d acc, const double *p, int64_t R) {
+  __m256d r0 = _mm256_loadu_pd(p), r1 = _mm256_loadu_pd(p + R);
+  __m256d r2 = _mm256_loadu_pd(p + 2 * R), r3 = _mm256_loadu_pd(p + 3 * R);
+  __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+  __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+  acc = _mm256_add_pd(acc, _mm256_permute2f128_pd(t0, t2, 0x20)); /* run j */
+  acc = _mm256_add_pd(acc, _mm256_permute2f128_pd(t1, t3, 0x20)); /* run j + 1 */
+  acc = _mm256_add_pd(acc, _mm256_permute2f128_pd(t0, t2, 0x31)); /* run j + 2 */
+  return _mm256_add_pd(acc, _mm256_permute2f128_pd(t1, t3, 0x31)); /* run j + 3 */
+}
+
+RD_TARGET_AVX2 static int64_t pair_sums4_avx2(const double *tin, const double *tout, int64_t np, int64_t R, double *tm,
+                                              double *tg) {
+  int64_t q = 0;
+  for (; q + 4 <= np; q += 4) {
+    const double *a = tin + q * R, *b = tout + q * R;
+    __m256d si = _mm256_setzero_pd(), so = _mm256_setzero_pd();
+    int64_t j = 0;
+    for (; j + 4 <= R; j += 4) {
+      si = add_runs4(si, a + j, R);
+      so = add_runs4(so, b + j, R);
+    }
+    double i4[4], o4[4];
+    _mm256_storeu_pd(i4, si);
+    _mm256_storeu_pd(o4, so);
+    for (; j < R; j++)
+      for (int l = 0; l < 4; l++) {
+        i4[l] += a[l * R + j];
+        o4[l] += b[l * R + j];
+      }
+    for (int l = 0; l < 4; l++) {
+      tm[q + l] = i4[l];
+      tg[q + l] = o4[l];
+    }
+  }
+  return q;
+}
+#endif
+
+/* The 0/1 flags of one pair counted eight at a time as the bytes of a 64-bit word: at most 31 words
+ * are added before their bytes are summed by one multiply (each byte then holds at most 31, their
+ * total at most 248, so no byte carries into the next). */
+static int32_t count_flags(const uint8_t *m, int64_t R) {
+  int32_t n = 0;
+  int64_t j = 0;
+  while (j + 8 <= R) {
+    uint64_t acc = 0;
+    for (int w = 0; w < 31 && j + 8 <= R; w++, j += 8) {
+      uint64_t x;
+      memcpy(&x, m + j, 8);
+      acc += x;
+    }
+    n += (int32_t)((acc * 0x0101010101010101ull) >> 56);
+  }
+  for (; j < R; j++) n += m[j];
+  return n;
+}
+
+static void pair_sums(const double *tin, const double *tout, const uint8_t *m, int64_t np, int64_t R, double *tm,
+                      double *tg, int32_t *nt) {
+  int64_t q;
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (rd_simd() >= RD_SIMD_AVX2 && R >= 4)
+    q = pair_sums4_avx2(tin, tout, np, R, tm, tg);
+  else
+#endif
+    q = pair_sums4_plain(tin, tout, np, R, tm, tg);
   for (; q < np; q++) {
     double i0 = 0, o0 = 0;
     for (int64_t j = 0; j < R; j++) {
@@ -58,8 +137,7 @@ static void pair_sums(const double *tin, const double *tout, const uint8_t *m, i
     tg[q] = o0;
   }
   for (q = 0; q < np; q++) {
-    int32_t n_in = 0;
-    for (int64_t j = 0; j < R; j++) n_in += m[q * R + j];
+    int32_t n_in = count_flags(m + q * R, R);
     int32_t n_out = (int32_t)R - n_in;
     tm[q] = n_in > 0 ? tm[q] / n_in : NAN;
     tg[q] = n_out > 0 ? tg[q] / n_out : NAN;

@@ -117,6 +117,70 @@ static void test_cm_kernel(void) {
   }
 }
 
+/* The cm kernel to the last bit against the plain reading of its definition (each side's sigmoids
+ * added in run order with rd_sigmoid, divided by the count), at each vector width this CPU has: run
+ * counts below, at and past a vector and a 4 x 4 block, past the 248 flags counted per word group;
+ * pair counts that leave 1-3 pairs outside the blocks of four; pairs with every run or no run in train. */
+static void test_cm_exact_levels(void) {
+  static const int64_t Rs[] = {1, 2, 3, 4, 5, 7, 8, 9, 31, 50, 64, 250, 300};
+  static const int64_t Ps[] = {1, 3, 4, 5, 9, 37};
+  static const char *const isas[] = {"base", "avx2", "avx512"};
+  rd_stream s;
+  rd_stream_init(&s, 0, "test", "cm-levels");
+  int tested = 0;
+  for (int k = 0; k < 3; k++) {
+    if (rd_simd_set(isas[k]) != 0) continue;
+    tested++;
+    int64_t bad = 0;
+    for (size_t a = 0; a < sizeof Rs / sizeof Rs[0]; a++)
+      for (size_t b = 0; b < sizeof Ps / sizeof Ps[0]; b++)
+        for (int f32 = 0; f32 < 2; f32++) {
+          int64_t R = Rs[a], P = Ps[b], n = P * R;
+          double *rc = malloc(sizeof(double) * (size_t)n), *rr = malloc(sizeof(double) * (size_t)n);
+          float *rcf = malloc(sizeof(float) * (size_t)n), *rrf = malloc(sizeof(float) * (size_t)n);
+          uint8_t *m = malloc((size_t)n);
+          double *tm = malloc(sizeof(double) * (size_t)P), *tg = malloc(sizeof(double) * (size_t)P);
+          int32_t *nt = malloc(sizeof(int32_t) * (size_t)P);
+          for (int64_t i = 0; i < n; i++) {
+            uint64_t c = (uint64_t)(a * 1000 + b * 10 + (size_t)f32) << 32 | (uint64_t)i;
+            rc[i] = 16.0 * rd_rng_uniform(&s, 0, c) - 8.0;
+            rr[i] = 16.0 * rd_rng_uniform(&s, 1, c) - 8.0;
+            rcf[i] = (float)rc[i];
+            rrf[i] = (float)rr[i];
+            int64_t p = i / R;
+            m[i] = (uint8_t)(p % 5 == 1 ? 1 : p % 5 == 2 ? 0 : rd_rng_below_u32(&s, 2, c, 2));
+          }
+          rd_cm_block blk = {.n_pairs = P, .n_runs = R, .ftype = f32 ? RD_F32 : RD_F64,
+                             .reward_chosen = f32 ? (void *)rcf : (void *)rc,
+                             .reward_rejected = f32 ? (void *)rrf : (void *)rr, .in_train = m};
+          rd_cm_pairs res = {tm, tg, nt};
+          CHECK(rd_cm_pairs_cpu(&blk, &res) == 0, "cm kernel ran");
+          for (int64_t p = 0; p < P; p++) {
+            double si = 0.0, so = 0.0;
+            int32_t ni = 0;
+            for (int64_t j = 0; j < R; j++) {
+              int64_t i = p * R + j;
+              double v = rd_sigmoid(f32 ? (double)rcf[i] - (double)rrf[i] : rc[i] - rr[i]);
+              if (m[i]) {
+                si += v;
+                ni++;
+              } else {
+                so += v;
+              }
+            }
+            double wm = ni ? si / ni : NAN, wg = ni < R ? so / (double)(R - ni) : NAN;
+            if (nt[p] != ni || !(memcmp(&tm[p], &wm, 8) == 0 || (isnan(tm[p]) && isnan(wm))) ||
+                !(memcmp(&tg[p], &wg, 8) == 0 || (isnan(tg[p]) && isnan(wg))))
+              bad++;
+          }
+          free(rc), free(rr), free(rcf), free(rrf), free(m), free(tm), free(tg), free(nt);
+        }
+    CHECK(bad == 0, "cm kernel at %s: %lld pairs differ from the plain loop's bits", isas[k], (long long)bad);
+  }
+  rd_simd_set("avx512");  /* back to the best level */
+  CHECK(tested >= 1, "cm kernel tested at %d widths", tested);
+}
+
 /* The benchmark's sums of drawn rows (double, int16 and 0/1 uint8 lanes) against plain loops in draw
  * order, bit for bit, at each vector width this CPU has: lane counts that are and are not multiples of
  * a vector, every chunk count, draws with and without an index, and uint8 sums past 255 draws (where
@@ -182,6 +246,7 @@ int main(void) {
   test_exp();
   test_sigmoid();
   test_cm_kernel();
+  test_cm_exact_levels();
   test_gathers();
   return t_finish("test_kernels");
 }

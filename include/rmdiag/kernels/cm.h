@@ -9,7 +9,8 @@
 
 #include "rmdiag/kernels/types.h"
 
-/* A block of pairs x runs, row-major, rewards in their stored precision. */
+/* A block of pairs x runs, row-major, rewards in their stored precision; in_train holds 0 or 1 (the
+ * reader checks the flags before any kernel sees them, and the kernels count and multiply by them). */
 typedef struct rd_cm_block {
   int64_t n_pairs, n_runs;
   rd_ftype ftype;
