@@ -167,27 +167,30 @@ static int first_rounds(const rd_ctx *ctx, int n_sets, const double *const *x, c
   }
   free(loc);
   free(glob);
-  /* round 2: the next 8 bits within those buckets, straight from the values */
+  /* round 2: the next 8 bits within those buckets, straight from the values. Values inside and
+   * outside the targets' buckets interleave at random, so both passes over the values are written
+   * without branches: values outside (and NaN) go to a sink, row ns of the tables. */
   int32_t *slot = dmalloc(ctx, sizeof(int32_t) * TOP_BINS);
-  uint32_t *l2 = dcalloc(ctx, (size_t)ns * DIGIT_BINS, sizeof *l2), *g2 = dmalloc(ctx, sizeof *g2 * (size_t)ns * DIGIT_BINS);
+  uint32_t *l2 = dcalloc(ctx, (size_t)(ns + 1) * DIGIT_BINS, sizeof *l2), *g2 = dmalloc(ctx, sizeof *g2 * (size_t)ns * DIGIT_BINS);
   for (int s = 0; s < n_sets; s++) {
     if (!want[s]) continue;
-    for (int d = 0; d < TOP_BINS; d++) slot[d] = -1;
+    for (int d = 0; d < TOP_BINS; d++) slot[d] = ns;
     for (int t = 0; t < n_t; t++)
       if (set[t] == s) slot[prefix[t]] = slot_of_t[t];
     for (size_t i = 0; i < n[s]; i++) {
-      if (isnan(x[s][i])) continue;
-      uint64_t key = rd_order_key(x[s][i]);
-      int32_t j = slot[key >> (64 - TOP_BITS)];
-      if (j >= 0) l2[(size_t)j * DIGIT_BINS + digit_of(key, TOP_BITS, DIGIT_BITS)]++;
+      double v = x[s][i];
+      uint64_t key = rd_order_key(v);
+      int32_t j = isnan(v) ? ns : slot[key >> (64 - TOP_BITS)];
+      l2[(size_t)j * DIGIT_BINS + digit_of(key, TOP_BITS, DIGIT_BITS)]++;
     }
   }
   RD_MPI_CHECK(ctx, MPI_Allreduce(l2, g2, ns * DIGIT_BINS, MPI_UINT32_T, MPI_SUM, ctx->comm));
-  /* groups: one per distinct (set, 24-bit prefix), in target order; (slot, digit) -> group */
+  /* groups: one per distinct (set, 24-bit prefix), in target order; (slot, digit) -> group, the
+   * sink group ng for every other (slot, digit) and for row ns */
   key_group *g = calloc((size_t)n_t, sizeof *g);
-  int32_t *group_at = dmalloc(ctx, sizeof(int32_t) * (size_t)ns * DIGIT_BINS);
+  int32_t *group_at = dmalloc(ctx, sizeof(int32_t) * (size_t)(ns + 1) * DIGIT_BINS);
   if (!g) rd_abort(ctx, __FILE__, __LINE__, "out of memory for distributed statistics");
-  for (size_t i = 0; i < (size_t)ns * DIGIT_BINS; i++) group_at[i] = -1;
+  for (size_t i = 0; i < (size_t)(ns + 1) * DIGIT_BINS; i++) group_at[i] = -1;
   int ng = 0;
   for (int t = 0; t < n_t; t++) {
     int sl = slot_of_t[t];
@@ -201,20 +204,30 @@ static int first_rounds(const rd_ctx *ctx, int n_sets, const double *const *x, c
     }
     group_of[t] = *at;
   }
+  for (size_t i = 0; i < (size_t)(ns + 1) * DIGIT_BINS; i++)
+    if (group_at[i] < 0) group_at[i] = ng;
+  /* each group's next free place; the sink's one place is overwritten and its count stays 0 */
+  uint64_t sink_key, **dst = dmalloc(ctx, sizeof(uint64_t *) * (size_t)(ng + 1));
+  size_t *cnt = dcalloc(ctx, (size_t)ng + 1, sizeof *cnt);
+  for (int q = 0; q < ng; q++) dst[q] = g[q].keys;
+  dst[ng] = &sink_key;
   for (int s = 0; s < n_sets; s++) {
     if (!want[s]) continue;
-    for (int d = 0; d < TOP_BINS; d++) slot[d] = -1;
+    for (int d = 0; d < TOP_BINS; d++) slot[d] = ns;
     for (int t = 0; t < n_t; t++)
       if (set[t] == s) slot[prefix[t] >> DIGIT_BITS] = slot_of_t[t];
     for (size_t i = 0; i < n[s]; i++) {
-      if (isnan(x[s][i])) continue;
-      uint64_t key = rd_order_key(x[s][i]);
-      int32_t j = slot[key >> (64 - TOP_BITS)];
-      if (j < 0) continue;
+      double v = x[s][i];
+      uint64_t key = rd_order_key(v);
+      int32_t j = isnan(v) ? ns : slot[key >> (64 - TOP_BITS)];
       int32_t q = group_at[(size_t)j * DIGIT_BINS + digit_of(key, TOP_BITS, DIGIT_BITS)];
-      if (q >= 0) g[q].keys[g[q].n++] = key;
+      dst[q][cnt[q]] = key;
+      cnt[q] += q != ng;
     }
   }
+  for (int q = 0; q < ng; q++) g[q].n = cnt[q];
+  free(dst);
+  free(cnt);
   free(slot);
   free(l2);
   free(g2);
