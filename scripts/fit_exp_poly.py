@@ -2,13 +2,14 @@
 """The polynomial of rmdiag's exponential (include/rmdiag/kernels/fastmath.h), reproduced.
 
 e^r on |r| <= ln2/2 is written 1 + r + r^2 q(r) with q of degree 9, so that the last two Horner
-steps add exact ones and e^0 = 1 exactly. q solves the equal-ripple system of the relative error of
+steps add exact ones and e^0 = 1 exactly; q is evaluated as its even and odd halves in r^2. q solves the equal-ripple system of the relative error of
 e^r at eleven Chebyshev points (the first step of a Remez exchange), in 60-digit decimal arithmetic.
 The coefficients are then rounded to doubles and the polynomial with those doubles is checked, still
 in 60 digits, on 20,001 points of the interval: its largest relative error must stay below 1e-17
 (a float64 ulp is 1.1e-16), as small as the degree-13 Taylor polynomial's truncation.
 
-usage: scripts/fit_exp_poly.py        prints the C lines and the largest error; standard library only
+usage: scripts/fit_exp_poly.py        prints the C lines (the header's, in its order) and the largest error;
+                                      standard library only
 """
 from decimal import Decimal as D, getcontext
 
@@ -70,10 +71,16 @@ def main():
         for c in reversed(q):
             p = p * r + D(c)
         worst = max(worst, abs((1 + r + r * r * p) / r.exp() - 1))
-    print("  double p = %.17g;" % q[-1])
-    for c in reversed(q[:-1]):
-        print("  p = p * r + %.17g;" % c)
-    print("  p = p * r + 1.0;\n  p = p * r + 1.0;")
+    # q in its even and odd halves, each a Horner chain in r^2: two chains half as long, which the
+    # CPU runs side by side; their rounding errors reach e^r multiplied by r^2 <= 0.12
+    print("  double r2 = r * r;")
+    print("  double qe = %.17g;" % q[8])
+    for k in (6, 4, 2, 0):
+        print("  qe = qe * r2 + %.17g;" % q[k])
+    print("  double qo = %.17g;" % q[9])
+    for k in (7, 5, 3, 1):
+        print("  qo = qo * r2 + %.17g;" % q[k])
+    print("  double p = qo * r + qe;\n  p = p * r + 1.0;\n  p = p * r + 1.0;")
     print("largest relative error with the rounded coefficients: %.3g" % worst)
     if worst >= D("1e-17"):
         raise SystemExit("the fit is not accurate enough")

@@ -49,17 +49,21 @@ RD_FM_HD double rd_exp_nonpos(double x) {
   double r = (x - k * ln2_hi) - k * ln2_lo;
   /* e^r = 1 + r + r^2 q(r), q of degree 9 fitted to e^r on |r| <= ln2/2 in 60-digit arithmetic
    * (scripts/fit_exp_poly.py): with its coefficients rounded to doubles its relative error is below
-   * 1e-17 there, as small as a degree-13 Taylor polynomial's, in two fewer steps */
-  double p = 2.5105208339987698e-08;
-  p = p * r + 2.7626359798074195e-07;
-  p = p * r + 2.7557255421023506e-06;
-  p = p * r + 2.4801504340856006e-05;
-  p = p * r + 0.00019841269874804214;
-  p = p * r + 0.0013888888932493439;
-  p = p * r + 0.0083333333333261393;
-  p = p * r + 0.041666666666573128;
-  p = p * r + 0.16666666666666671;
-  p = p * r + 0.50000000000000056;
+   * 1e-17 there, as small as a degree-13 Taylor polynomial's. q is evaluated as its even and odd
+   * halves, two Horner chains in r^2 that run side by side; their rounding errors reach e^r
+   * multiplied by r^2 <= 0.12. The last two steps add exact ones, so e^0 = 1 exactly. */
+  double r2 = r * r;
+  double qe = 2.7626359798074195e-07;
+  qe = qe * r2 + 2.4801504340856006e-05;
+  qe = qe * r2 + 0.0013888888932493439;
+  qe = qe * r2 + 0.041666666666573128;
+  qe = qe * r2 + 0.50000000000000056;
+  double qo = 2.5105208339987698e-08;
+  qo = qo * r2 + 2.7557255421023506e-06;
+  qo = qo * r2 + 0.00019841269874804214;
+  qo = qo * r2 + 0.0083333333333261393;
+  qo = qo * r2 + 0.16666666666666671;
+  double p = qo * r + qe;
   p = p * r + 1.0;
   p = p * r + 1.0;
   /* 2^k as two factors 2^k1 * 2^k2 with k1 = max(k, -1020) and k2 = k - k1 (0 unless the result
