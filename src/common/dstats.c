@@ -103,6 +103,33 @@ static inline unsigned digit_of(uint64_t key, int bits, int width) {
   return (unsigned)((key >> (64 - bits - width)) & ((1u << width) - 1));
 }
 
+/* The histogram of the top 16 bits of the defined values' keys added to h4: four histograms side
+ * by side (close values, probabilities, fall in few bins and increments of one counter would wait
+ * on each other), folded by fold_top16. Returns the number of NaN values. */
+static size_t add_top16(uint32_t *h4, const double *x, size_t n) {
+  size_t i = 0, n_nan = 0;
+  for (; i + 4 <= n; i += 4)
+    for (int c = 0; c < 4; c++) {
+      if (isnan(x[i + c])) {
+        n_nan++;
+        continue;
+      }
+      h4[c * TOP_BINS + (rd_order_key(x[i + c]) >> (64 - TOP_BITS))]++;
+    }
+  for (; i < n; i++) {
+    if (isnan(x[i])) {
+      n_nan++;
+      continue;
+    }
+    h4[rd_order_key(x[i]) >> (64 - TOP_BITS)]++;
+  }
+  return n_nan;
+}
+
+static void fold_top16(const uint32_t *h4, uint32_t *h) {
+  for (int d = 0; d < TOP_BINS; d++) h[d] = h4[d] + h4[TOP_BINS + d] + h4[2 * TOP_BINS + d] + h4[3 * TOP_BINS + d];
+}
+
 /* The bucket of target t's remaining rank in a global histogram: the digit d with
  * cum(d) <= rem < cum(d) + h[d]; rem becomes the rank within it. */
 static unsigned pick_bucket(const uint32_t *h, unsigned bins, int64_t *rem) {
@@ -118,8 +145,7 @@ static unsigned pick_bucket(const uint32_t *h, unsigned bins, int64_t *rem) {
 }
 
 /* Rounds 1 and 2 over the rank's whole parts: a histogram of the keys' top 16 bits of each set with
- * targets (four side by side: close values, probabilities, fall in few bins and increments of one
- * counter would wait on each other), all-reduced; every target takes its bucket; then a histogram of
+ * targets (add_top16; or the ones a pass before noted), all-reduced; every target takes its bucket; then a histogram of
  * the next 8 bits within the targets' buckets, all-reduced; then the groups (set, 24-bit prefix)
  * receive this rank's keys with those prefixes, a small fraction of the values (no copy of the
  * larger 16-bit buckets). */
@@ -139,15 +165,8 @@ static int first_rounds(const rd_ctx *ctx, int n_sets, const double *const *x, c
       continue;
     }
     memset(h4, 0, sizeof(uint32_t) * 4 * TOP_BINS);
-    const double *xs = x[s];
-    size_t i = 0;
-    for (; i + 4 <= n[s]; i += 4)
-      for (int c = 0; c < 4; c++)
-        if (!isnan(xs[i + c])) h4[c * TOP_BINS + (rd_order_key(xs[i + c]) >> (64 - TOP_BITS))]++;
-    for (; i < n[s]; i++)
-      if (!isnan(xs[i])) h4[rd_order_key(xs[i]) >> (64 - TOP_BITS)]++;
-    uint32_t *h = loc + (size_t)hist_of[s] * TOP_BINS;
-    for (int d = 0; d < TOP_BINS; d++) h[d] = h4[d] + h4[TOP_BINS + d] + h4[2 * TOP_BINS + d] + h4[3 * TOP_BINS + d];
+    add_top16(h4, x[s], n[s]);
+    fold_top16(h4, loc + (size_t)hist_of[s] * TOP_BINS);
   }
   free(h4);
   RD_MPI_CHECK(ctx, MPI_Allreduce(loc, glob, nw * TOP_BINS, MPI_UINT32_T, MPI_SUM, ctx->comm));
@@ -171,7 +190,8 @@ static int first_rounds(const rd_ctx *ctx, int n_sets, const double *const *x, c
    * outside the targets' buckets interleave at random, so both passes over the values are written
    * without branches: values outside (and NaN) go to a sink, row ns of the tables. */
   int32_t *slot = dmalloc(ctx, sizeof(int32_t) * TOP_BINS);
-  uint32_t *l2 = dcalloc(ctx, (size_t)(ns + 1) * DIGIT_BINS, sizeof *l2), *g2 = dmalloc(ctx, sizeof *g2 * (size_t)ns * DIGIT_BINS);
+  uint32_t *l2 = dcalloc(ctx, (size_t)(ns + 1) * DIGIT_BINS, sizeof *l2);
+  uint32_t *g2 = dmalloc(ctx, sizeof *g2 * (size_t)ns * DIGIT_BINS);
   for (int s = 0; s < n_sets; s++) {
     if (!want[s]) continue;
     for (int d = 0; d < TOP_BINS; d++) slot[d] = ns;
@@ -395,8 +415,8 @@ static const double summary_q[N_QUANTILES] = {0.05, 0.25, 0.5, 0.75, 0.95};
 int rd_dist_notes_init(rd_dist_notes *nt, int n_sets) {
   nt->n_sets = n_sets;
   nt->defined = calloc((size_t)n_sets, sizeof *nt->defined);
-  /* four histograms side by side per sequence (close values fall in few bins), summed when read;
-   * pages that no value touches stay unallocated */
+  /* add_top16's four histograms per sequence, folded when read; pages that no value touches stay
+   * unallocated */
   nt->hist = calloc((size_t)n_sets * 4 * TOP_BINS, sizeof *nt->hist);
   if (nt->defined && nt->hist) return 0;
   rd_dist_notes_free(nt);
@@ -404,24 +424,7 @@ int rd_dist_notes_init(rd_dist_notes *nt, int n_sets) {
 }
 
 void rd_dist_notes_add(rd_dist_notes *nt, int set, const double *x, size_t n) {
-  uint32_t *h4 = nt->hist + (size_t)set * 4 * TOP_BINS;
-  size_t i = 0, nan = 0;
-  for (; i + 4 <= n; i += 4)
-    for (int c = 0; c < 4; c++) {
-      if (isnan(x[i + c])) {
-        nan++;
-        continue;
-      }
-      h4[c * TOP_BINS + (rd_order_key(x[i + c]) >> (64 - TOP_BITS))]++;
-    }
-  for (; i < n; i++) {
-    if (isnan(x[i])) {
-      nan++;
-      continue;
-    }
-    h4[rd_order_key(x[i]) >> (64 - TOP_BITS)]++;
-  }
-  nt->defined[set] += n - nan;
+  nt->defined[set] += n - add_top16(nt->hist + (size_t)set * 4 * TOP_BINS, x, n);
 }
 
 void rd_dist_notes_free(rd_dist_notes *nt) {
@@ -435,19 +438,21 @@ int rd_dist_summaries(const rd_ctx *ctx, int n_sets, const double *const *x, con
                       const rd_dist_notes *notes, rd_summary *out) {
   int64_t *off = dmalloc(ctx, sizeof(int64_t) * (size_t)n_sets), *total = dmalloc(ctx, sizeof(int64_t) * (size_t)n_sets);
   double *sums = dmalloc(ctx, sizeof(double) * (size_t)n_sets), *means = dmalloc(ctx, sizeof(double) * (size_t)n_sets);
-  size_t *defined = dcalloc(ctx, (size_t)n_sets, sizeof *defined);
-  uint32_t *hist = NULL;
-  if (notes) {
-    hist = dmalloc(ctx, sizeof(uint32_t) * (size_t)n_sets * TOP_BINS);
-    for (int s = 0; s < n_sets; s++) {
-      const uint32_t *h4 = notes->hist + (size_t)s * 4 * TOP_BINS;
-      uint32_t *h = hist + (size_t)s * TOP_BINS;
-      for (int d = 0; d < TOP_BINS; d++) h[d] = h4[d] + h4[TOP_BINS + d] + h4[2 * TOP_BINS + d] + h4[3 * TOP_BINS + d];
-      defined[s] = notes->defined[s];
-    }
-  } else {
-    for (int s = 0; s < n_sets; s++) defined[s] = rd_count_defined(x[s], n[s]);
+  /* the counts and histograms: a caller's notes, or one pass here */
+  rd_dist_notes own;
+  if (!notes) {
+    if (rd_dist_notes_init(&own, n_sets) != 0)
+      rd_abort(ctx, __FILE__, __LINE__, "out of memory for distributed statistics");
+    for (int s = 0; s < n_sets; s++) rd_dist_notes_add(&own, s, x[s], n[s]);
   }
+  const rd_dist_notes *use = notes ? notes : &own;
+  size_t *defined = dcalloc(ctx, (size_t)n_sets, sizeof *defined);
+  uint32_t *hist = dmalloc(ctx, sizeof(uint32_t) * (size_t)n_sets * TOP_BINS);
+  for (int s = 0; s < n_sets; s++) {
+    fold_top16(use->hist + (size_t)s * 4 * TOP_BINS, hist + (size_t)s * TOP_BINS);
+    defined[s] = use->defined[s];
+  }
+  if (!notes) rd_dist_notes_free(&own);
   rd_dist_counts(ctx, n_sets, defined, off, total);
   /* mean (rd_mean_sd: the fixed-block sum over n), then the second pass around it */
   rd_dist_sums(ctx, n_sets, x, n, off, NULL, sums);

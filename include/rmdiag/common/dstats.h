@@ -45,7 +45,7 @@ void rd_dist_notes_free(rd_dist_notes *nt);
 
 /* Collective. rd_summarize of each sequence (x[s]: the rank's part of n[s] values, NaN left out as
  * rd_summarize does), on rank 0: n, mean, sd and the five quantiles (the interval fields NaN).
- * notes (or NULL): what a pass before noted of exactly these values. */
+ * notes: what a pass before noted of exactly these values, or NULL (one pass here notes them). */
 int rd_dist_summaries(const rd_ctx *ctx, int n_sets, const double *const *x, const size_t *n,
                       const rd_dist_notes *notes, rd_summary *out);
 
