@@ -24,6 +24,10 @@
 #define PROBE_CLONES
 #endif
 #define INLINE static inline __attribute__((always_inline))
+/* the AVX2 backward's column blocks (strips of 4 columns), row pieces and read-ahead (lines) */
+#define PROBE_BWDH_STRIPS 64
+#define PROBE_BWDH_ROWS 16
+#define PROBE_BWDH_PF 1
 
 /* ---- the explicit-SIMD kernels (probe_simd.h), one version per instruction set ------------------ */
 
@@ -119,6 +123,10 @@ INLINE void y8_st(double *p, v8y v) {
 #define V8_HALF_LDF(p) _mm256_cvtps_pd(_mm_loadu_ps(p))
 #define V8_HALF_LDD _mm256_loadu_pd
 #define V8_HALF_SET1 _mm256_set1_pd
+#define V8_HALF_ZERO _mm256_setzero_pd
+#define V8_HALF_ADD _mm256_add_pd
+#define V8_HALF_ST _mm256_storeu_pd
+#define V8_HALF_FMA1 _mm256_fmadd_pd
 #define V8_HALF_FMA(a, h, w, x) ((h) ? ((a).hi = _mm256_fmadd_pd((w), (x), (a).hi)) : ((a).lo = _mm256_fmadd_pd((w), (x), (a).lo)))
 #define V8 v8y
 #define V8_ISA avx2
@@ -429,7 +437,8 @@ int rd_probe_tree_grad_cpu(const rd_probe_heads *h, const float *const *rows, co
   while ((1 << (levels - 1)) < nu) levels++;
   /* lane state (n O 8), logits, residuals, both by output too (n O each), scratch (2n), the tree's
    * stack (levels x 27 vectors) */
-  size_t nst = (size_t)(n * O * 8), nz = (size_t)(n * O), nstk = (size_t)levels * 27 * 8;
+  size_t nst = (size_t)(n * O * 8), nz = (size_t)(n * O),
+         nstk = (size_t)(levels + 1) * (PROBE_BWDH_STRIPS * 36 > 27 * 8 ? PROBE_BWDH_STRIPS * 36 : 27 * 8);
   /* on cache lines: the lane state is read and written 64 bytes at a time */
   double *buf = aligned_alloc(64, (sizeof(double) * (nst + 4 * nz + 2 * (size_t)n + nstk + 8) + 63) & ~(size_t)63);
   if (!buf) return -1;

@@ -352,6 +352,81 @@ KNODE(9)
 #undef KFT
 #undef KBT
 
+#ifdef V8_HALF
+/* With halves (AVX2): all of a node's outputs (up to 9) in one pass over its rows, 4 columns (half
+ * a vector) at a time: OC accumulators, the row's 4 values widened once, each residual broadcast
+ * from memory into its multiply-add. (The full-vector tiles above take 3 outputs a pass and so read
+ * every row three times; with rows from L2 or L3 that reading, not the arithmetic, was the cost.)
+ * The columns go in blocks of ns strips of 4; within a block, each unit's rows in pieces of
+ * PROBE_BWDH_ROWS, and for each piece every strip of the block, so that the rows being read at a
+ * time are few (their pages stay in the TLB, their lines in L1) and each is read along 4 ns
+ * columns. Between pieces a strip's sums wait in lst (ns x OC x 4 doubles, in L1); after a unit's
+ * last piece they go through the tree as above, on a stack of ns-strip levels. Each element is the
+ * same fma chain over the rows in order and the same tree over the units: the same bits. */
+#define KBH(OC)                                                                                          \
+  static inline __attribute__((always_inline)) void KFN(bth_##OC)(                                     \
+      const float *const *x, const int64_t *uoff, int nu, const double *r, int O, int o0, int64_t jb0,  \
+      int64_t ns, double *lst, double *stk, double *G, int64_t d) {                                     \
+    const int64_t vs = (int64_t)OC * 4, lev = ns * vs;                                                  \
+    int top = 0;                                                                                        \
+    for (int u = 0; u < nu; u++) {                                                                      \
+      int pops = 0;                                                                                     \
+      for (int k = u; k & 1; k >>= 1) pops++; /* a right child: left + right, per level */             \
+      const int push = u + 1 < nu;                                                                      \
+      int64_t i0 = uoff[u];                                                                             \
+      const int64_t i1 = uoff[u + 1];                                                                   \
+      do { /* at least one piece: an empty unit's sums are zeros */                                     \
+        const int64_t ie = i1 - i0 > PROBE_BWDH_ROWS ? i0 + PROBE_BWDH_ROWS : i1;                       \
+        const int first = i0 == uoff[u], last = ie == i1;                                               \
+        for (int64_t s = ns - 1; s >= 0; s--) {                                                         \
+          const int64_t j0 = jb0 + 4 * s;                                                               \
+          double *ls = lst + s * vs;                                                                    \
+          V8_HALF acc[OC];                                                                              \
+          for (int o = 0; o < OC; o++) acc[o] = first ? V8_HALF_ZERO() : V8_HALF_LDD(ls + 4 * o);       \
+          if ((j0 & 15) == 0) /* a line starts here: the rows' lines before it */                      \
+            for (int64_t i = i0; i < ie; i++) __builtin_prefetch(x[i] + j0 - 16 * PROBE_BWDH_PF, 0, 3); \
+          for (int64_t i = i0; i < ie; i++) {                                                           \
+            V8_HALF xh = V8_HALF_LDF(x[i] + j0);                                                        \
+            const double *ri = r + i * O + o0;                                                          \
+            for (int o = 0; o < OC; o++) acc[o] = V8_HALF_FMA1(V8_HALF_SET1(ri[o]), xh, acc[o]);        \
+          }                                                                                             \
+          if (!last) {                                                                                  \
+            for (int o = 0; o < OC; o++) V8_HALF_ST(ls + 4 * o, acc[o]);                                \
+            continue;                                                                                   \
+          }                                                                                             \
+          int t = top;                                                                                  \
+          for (int q = 0; q < pops; q++) {                                                              \
+            const double *sp = stk + --t * lev + s * vs;                                                \
+            for (int o = 0; o < OC; o++) acc[o] = V8_HALF_ADD(V8_HALF_LDD(sp + 4 * o), acc[o]);         \
+          }                                                                                             \
+          if (push) {                                                                                   \
+            double *sp = stk + t * lev + s * vs;                                                        \
+            for (int o = 0; o < OC; o++) V8_HALF_ST(sp + 4 * o, acc[o]);                                \
+            continue;                                                                                   \
+          }                                                                                             \
+          while (t > 0) { /* subtrees left open by absent leaves: fold from the right */                \
+            const double *sp = stk + --t * lev + s * vs;                                                \
+            for (int o = 0; o < OC; o++) acc[o] = V8_HALF_ADD(V8_HALF_LDD(sp + 4 * o), acc[o]);         \
+          }                                                                                             \
+          for (int o = 0; o < OC; o++) V8_HALF_ST(G + (int64_t)(o0 + o) * d + j0, acc[o]);              \
+        }                                                                                               \
+        i0 = ie;                                                                                        \
+      } while (i0 < i1);                                                                                \
+      top += push - pops;                                                                               \
+    }                                                                                                   \
+  }
+KBH(1)
+KBH(2)
+KBH(3)
+KBH(4)
+KBH(5)
+KBH(6)
+KBH(7)
+KBH(8)
+KBH(9)
+#undef KBH
+#endif
+
 #define KSW(M)                 \
   switch (oc) {                \
     case 1: M(1); break;       \
@@ -416,7 +491,12 @@ static void KFN(fwd_node)(const float *const *x, int64_t n, int64_t d, const dou
 static void KFN(bwd_node)(const float *const *x, const int64_t *uoff, int nu, int64_t d, const double *r, int O,
                           double *stk, double *G) {
   int64_t d8 = d & ~(int64_t)7;
-  int ng = (O + V8_NODE_OC - 1) / V8_NODE_OC;
+#ifdef V8_HALF
+  const int per = 9; /* the half-vector tile: every output in one pass */
+#else
+  const int per = V8_NODE_OC;
+#endif
+  int ng = (O + per - 1) / per;
   for (int g = 0; g < ng; g++) {
     int o0 = (int)((int64_t)O * g / ng), oc = (int)((int64_t)O * (g + 1) / ng) - o0;
     /* the columns from the last to the first: the forward read the last ones most recently, so
@@ -434,6 +514,17 @@ static void KFN(bwd_node)(const float *const *x, const int64_t *uoff, int nu, in
         while (top > 0) v = sv[--top] + v;
         G[(int64_t)o * d + jj] = v;
       }
+#ifdef V8_HALF
+    for (int64_t jb = d8; jb > 0; jb -= 4 * PROBE_BWDH_STRIPS) { /* blocks, the last first */
+      const int64_t jb0 = jb > 4 * PROBE_BWDH_STRIPS ? jb - 4 * PROBE_BWDH_STRIPS : 0, ns = (jb - jb0) / 4;
+      double *lst = stk, *tree = stk + PROBE_BWDH_STRIPS * 36;
+#define KB(OC)                                                       \
+  case OC:                                                           \
+    KFN(bth_##OC)(x, uoff, nu, r, O, o0, jb0, ns, lst, tree, G, d); \
+    break;
+      switch (oc) { KB(1) KB(2) KB(3) KB(4) KB(5) KB(6) KB(7) KB(8) default: KB(9) }
+    }
+#else
 #define KB(OC)                                                                                    \
   do {                                                                                            \
     const int64_t w8 = 8 * V8_BWD_JB(OC), jb = d8 - d8 % w8;                                      \
@@ -441,6 +532,7 @@ static void KFN(bwd_node)(const float *const *x, const int64_t *uoff, int nu, in
     for (int64_t j = jb - w8; j >= 0; j -= w8) KFN(bt_##OC)(x, uoff, nu, r, O, o0, j, stk, G, d); \
   } while (0)
     KSW(KB)
+#endif
 #undef KB
   }
 }
