@@ -141,8 +141,8 @@ INLINE void y8_st(double *p, v8y v) {
 #define V8_ST y8_st
 #define V8_ACC 6
 #define V8_DOT_OUT 2
-#define V8_NODE_OC 3
-#define V8_FWD_ROWS(oc) ((oc) == 1 ? 4 : 2)
+#define V8_NODE_OC 6
+#define V8_FWD_ROWS(oc) ((oc) == 1 ? 6 : (oc) == 2 ? 4 : (oc) <= 4 ? 3 : 2)
 #define V8_BWD_JB(oc) ((oc) == 1 ? 6 : (oc) == 2 ? 3 : 2)
 #include "probe_simd.h"
 #include "probe_simd_end.h"

@@ -273,6 +273,39 @@ static void KFN(sqdist_rows)(const float *const *rows, int64_t n, int64_t d, con
  * `first` and written back. While it runs, the rows are read ahead: PROBE_FWD_PF floats ahead in
  * the same row and, past the block's end, in the rows xn[r] that the next tile reads (from their
  * first column of the block), so that memory streams without a gap from tile to tile. */
+#ifdef V8_HALF
+/* With halves (AVX2): the low lanes over the whole block, then the high lanes, so that a pass holds
+ * R OC accumulators, not 2 R OC, and takes more rows at a time (each weight vector loaded once per
+ * step serves R rows). The block's rows are in L1 for the second pass. Each lane's chain is the same
+ * (its columns in order, from its state): the same bits. */
+#define KFT(NAME, OC, RX)                                                                                \
+  static inline __attribute__((always_inline)) void KFN(NAME)(const float *const *x, const float *const *xn, \
+                                                              const double *const *w, int64_t j0, int64_t j1, \
+                                                              double *st, int64_t ldst, int first) {     \
+    enum { R = RX };                                                                                    \
+    for (int h = 0; h < 2; h++) {                                                                       \
+      V8_HALF acc[R][OC];                                                                               \
+      for (int r = 0; r < R; r++)                                                                       \
+        for (int o = 0; o < OC; o++) acc[r][o] = first ? V8_HALF_ZERO() : V8_HALF_LDD(st + r * ldst + 8 * o + 4 * h); \
+      for (int64_t j = j0 + 4 * h; j < j1; j += 8) {                                                    \
+        if (h == 0) {                                                                                   \
+          int64_t ja = j + PROBE_FWD_PF;                                                                \
+          if ((ja & 15) == 0)                                                                           \
+            for (int r = 0; r < R; r++) __builtin_prefetch(ja < j1 ? x[r] + ja : xn[r] + (ja - j1), 0, 3); \
+        }                                                                                               \
+        V8_HALF xh[R];                                                                                  \
+        for (int r = 0; r < R; r++) xh[r] = V8_HALF_LDF(x[r] + j);                                      \
+        for (int o = 0; o < OC; o++) {                                                                  \
+          V8_HALF wh = V8_HALF_LDD(w[o] + j);                                                           \
+          __asm__("" : "+x"(wh)); /* in a register: loaded once, not folded into each row's multiply-add */ \
+          for (int r = 0; r < R; r++) acc[r][o] = V8_HALF_FMA1(wh, xh[r], acc[r][o]);                   \
+        }                                                                                               \
+      }                                                                                                 \
+      for (int r = 0; r < R; r++)                                                                       \
+        for (int o = 0; o < OC; o++) V8_HALF_ST(st + r * ldst + 8 * o + 4 * h, acc[r][o]);              \
+    }                                                                                                   \
+  }
+#else
 #define KFT(NAME, OC, RX)                                                                                \
   static inline __attribute__((always_inline)) void KFN(NAME)(const float *const *x, const float *const *xn, \
                                                               const double *const *w, int64_t j0, int64_t j1, \
@@ -289,6 +322,8 @@ static void KFN(sqdist_rows)(const float *const *rows, int64_t n, int64_t d, con
     for (int r = 0; r < R; r++)                                                                         \
       for (int o = 0; o < OC; o++) V8_ST(st + r * ldst + 8 * o, acc[r][o]);                             \
   }
+
+#endif
 
 /* OC outputs x JB vectors of columns from j0, over the units of a node (see above); stk holds
  * (levels) x OC x JB x 8 doubles. */
@@ -451,32 +486,34 @@ static void KFN(fwd_node)(const float *const *x, int64_t n, int64_t d, const dou
                           double *z) {
   int64_t d8 = d & ~(int64_t)7, ldst = (int64_t)O * 8;
   int ng = (O + V8_NODE_OC - 1) / V8_NODE_OC;
-  for (int g = 0; g < ng && n > 0; g++) {
-    int o0 = (int)((int64_t)O * g / ng), oc = (int)((int64_t)O * (g + 1) / ng) - o0;
-    const double *w[V8_NODE_OC];
-    for (int o = 0; o < oc; o++) w[o] = W + (int64_t)(o0 + o) * d;
+  /* blocks of columns outermost: the groups of outputs read the block's rows from L2 after the first */
+  for (int64_t j0 = 0; j0 < d8 && n > 0; j0 += PROBE_FWD_JC) {
+    int64_t j1 = d8 - j0 < PROBE_FWD_JC ? d8 : j0 + PROBE_FWD_JC;
+    for (int g = 0; g < ng; g++) {
+      int o0 = (int)((int64_t)O * g / ng), oc = (int)((int64_t)O * (g + 1) / ng) - o0;
+      int64_t jn = g + 1 < ng ? j0 : j1; /* where the next pass starts: this block again, or the next */
+      const double *w[V8_NODE_OC];
+      for (int o = 0; o < oc; o++) w[o] = W + (int64_t)(o0 + o) * d;
 #define KF(OC)                                                                                     \
   do {                                                                                             \
     enum { R = V8_FWD_ROWS(OC) };                                                                  \
     int64_t nt = n - n % R; /* rows in full tiles; the rest one at a time */                       \
-    for (int64_t j0 = 0; j0 < d8; j0 += PROBE_FWD_JC) {                                            \
-      int64_t j1 = d8 - j0 < PROBE_FWD_JC ? d8 : j0 + PROBE_FWD_JC;                                \
-      for (int64_t i = 0; i < n;) {                                                                \
-        int rows = i < nt ? R : 1;                                                                 \
-        const float *xn[R];                                                                        \
-        for (int q = 0; q < R; q++) {                                                              \
-          int64_t k = i + rows + q; /* the next tile's rows, or the next block's first */         \
-          xn[q] = k < n ? x[k] + j0 : x[q < n ? q : 0] + j1;                                       \
-        }                                                                                          \
-        double *sp = st + (i * O + o0) * 8;                                                        \
-        if (rows == R) KFN(ft_##OC)(x + i, xn, w, j0, j1, sp, ldst, j0 == 0);                      \
-        else KFN(ft1_##OC)(x + i, xn, w, j0, j1, sp, ldst, j0 == 0);                               \
-        i += rows;                                                                                 \
+    for (int64_t i = 0; i < n;) {                                                                  \
+      int rows = i < nt ? R : 1;                                                                   \
+      const float *xn[R];                                                                          \
+      for (int q = 0; q < R; q++) {                                                                \
+        int64_t k = i + rows + q; /* the next tile's rows, or the next pass's first */            \
+        xn[q] = k < n ? x[k] + j0 : x[q < n ? q : 0] + jn;                                         \
       }                                                                                            \
+      double *sp = st + (i * O + o0) * 8;                                                          \
+      if (rows == R) KFN(ft_##OC)(x + i, xn, w, j0, j1, sp, ldst, j0 == 0);                        \
+      else KFN(ft1_##OC)(x + i, xn, w, j0, j1, sp, ldst, j0 == 0);                                 \
+      i += rows;                                                                                   \
     }                                                                                              \
   } while (0)
-    KSW(KF)
+      KSW(KF)
 #undef KF
+    }
   }
   for (int64_t i = 0; i < n; i++)
     for (int o = 0; o < O; o++) {
