@@ -155,14 +155,13 @@ int64_t rd_cm_chunk_pairs(int64_t n_runs) { return n_runs >= 4096 ? 1 : 4096 / n
  * instead of waiting on memory while the arithmetic units idle. Prefetches never fault, past the
  * rows' end included; the addresses are formed as integers for that reason. */
 enum { RD_CM_PIECE = 128 };
-static void read_ahead(const void *rc, const void *rr, const uint8_t *m, int64_t n, size_t es, int64_t i0,
-                       int64_t i1) {
-  uintptr_t a = (uintptr_t)rc + (uintptr_t)(n + i0) * es, b = (uintptr_t)rr + (uintptr_t)(n + i0) * es;
-  for (uintptr_t k = 0; k < (uintptr_t)(i1 - i0) * es; k += 64) {
+static void read_ahead(const void *rc, const void *rr, const uint8_t *m, int64_t n, size_t es, int64_t len) {
+  uintptr_t a = (uintptr_t)rc + (uintptr_t)n * es, b = (uintptr_t)rr + (uintptr_t)n * es;
+  for (uintptr_t k = 0; k < (uintptr_t)len * es; k += 64) {
     __builtin_prefetch((const void *)(a + k), 0, 2);
     __builtin_prefetch((const void *)(b + k), 0, 2);
   }
-  for (int64_t k = i0; k < i1; k += 64) __builtin_prefetch((const void *)((uintptr_t)m + (uintptr_t)(n + k)), 0, 2);
+  for (int64_t k = 0; k < len; k += 64) __builtin_prefetch((const void *)((uintptr_t)m + (uintptr_t)(n + k)), 0, 2);
 }
 
 void rd_cm_pairs_cpu_chunk(const rd_cm_block *in, rd_cm_pairs *out, double *work) {
@@ -171,8 +170,9 @@ void rd_cm_pairs_cpu_chunk(const rd_cm_block *in, rd_cm_pairs *out, double *work
   size_t es = in->ftype == RD_F32 ? sizeof(float) : sizeof(double);
   for (int64_t i0 = 0; i0 < n; i0 += RD_CM_PIECE) {
     int64_t i1 = n - i0 < RD_CM_PIECE ? n : i0 + RD_CM_PIECE;
-    const char *rc = (const char *)in->reward_chosen + (size_t)i0 * es, *rr = (const char *)in->reward_rejected + (size_t)i0 * es;
-    read_ahead(rc, rr, in->in_train + i0, n, es, 0, i1 - i0);
+    const char *rc = (const char *)in->reward_chosen + (size_t)i0 * es;
+    const char *rr = (const char *)in->reward_rejected + (size_t)i0 * es;
+    read_ahead(rc, rr, in->in_train + i0, n, es, i1 - i0);
     if (in->ftype == RD_F32)
       split_sigmoid_float((const float *)rc, (const float *)rr, in->in_train + i0, tin + i0, tout + i0, i1 - i0);
     else

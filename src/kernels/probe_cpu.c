@@ -118,7 +118,7 @@ INLINE void y8_st(double *p, v8y v) {
   _mm256_storeu_pd(p, v.lo);
   _mm256_storeu_pd(p + 4, v.hi);
 }
-/* the forward tile's halves (probe_simd.h, FT_BODY) */
+/* half vectors: the AVX2 tiles (probe_simd.h, V8_HALF) */
 #define V8_HALF __m256d
 #define V8_HALF_LDF(p) _mm256_cvtps_pd(_mm_loadu_ps(p))
 #define V8_HALF_LDD _mm256_loadu_pd
@@ -126,8 +126,7 @@ INLINE void y8_st(double *p, v8y v) {
 #define V8_HALF_ZERO _mm256_setzero_pd
 #define V8_HALF_ADD _mm256_add_pd
 #define V8_HALF_ST _mm256_storeu_pd
-#define V8_HALF_FMA1 _mm256_fmadd_pd
-#define V8_HALF_FMA(a, h, w, x) ((h) ? ((a).hi = _mm256_fmadd_pd((w), (x), (a).hi)) : ((a).lo = _mm256_fmadd_pd((w), (x), (a).lo)))
+#define V8_HALF_FMA _mm256_fmadd_pd
 #define V8 v8y
 #define V8_ISA avx2
 #define V8_ZERO y8_zero
@@ -143,7 +142,6 @@ INLINE void y8_st(double *p, v8y v) {
 #define V8_DOT_OUT 2
 #define V8_NODE_OC 6
 #define V8_FWD_ROWS(oc) ((oc) == 1 ? 6 : (oc) == 2 ? 4 : (oc) <= 4 ? 3 : 2)
-#define V8_BWD_JB(oc) ((oc) == 1 ? 6 : (oc) == 2 ? 3 : 2)
 #include "probe_simd.h"
 #include "probe_simd_end.h"
 #if defined(__clang__)
@@ -436,7 +434,8 @@ int rd_probe_tree_grad_cpu(const rd_probe_heads *h, const float *const *rows, co
   int levels = 1;
   while ((1 << (levels - 1)) < nu) levels++;
   /* lane state (n O 8), logits, residuals, both by output too (n O each), scratch (2n), the tree's
-   * stack (levels x 27 vectors) */
+   * stack (levels x 27 vectors; for the AVX2 backward, a block's sums between pieces and levels x a
+   * block's sums: (levels + 1) x 64 strips x 9 outputs x 4 doubles) */
   size_t nst = (size_t)(n * O * 8), nz = (size_t)(n * O),
          nstk = (size_t)(levels + 1) * (PROBE_BWDH_STRIPS * 36 > 27 * 8 ? PROBE_BWDH_STRIPS * 36 : 27 * 8);
   /* on cache lines: the lane state is read and written 64 bytes at a time */

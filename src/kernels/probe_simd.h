@@ -80,23 +80,9 @@ static void KFN(dot_rows)(const float *const *rows, int64_t n, int64_t d, const 
   }
 }
 
-/* One step of 8 columns of the forward tile: each row's 8 values widened, each output's 8 weights
- * loaded once and used for every row. With V8_HALF (a vector of two halves, AVX2) the halves are
- * done one after the other: the rows' low halves, each output's low weights, then the high ones, so
- * that 2 R OC accumulators, R half rows and one half of weights fit the 16 registers (the weights are
- * loaded once per step, not once per row). The operations on each lane are the same either way. */
-#ifdef V8_HALF
-#define FT_BODY(R, OC)                                                                                   \
-  for (int h = 0; h < 2; h++) {                                                                         \
-    V8_HALF xh[R];                                                                                      \
-    for (int r = 0; r < R; r++) xh[r] = V8_HALF_LDF(x[r] + j + 4 * h);                                  \
-    for (int o = 0; o < OC; o++) {                                                                      \
-      V8_HALF wh = V8_HALF_LDD(w[o] + j + 4 * h);                                                       \
-      __asm__("" : "+x"(wh)); /* in a register: loaded once, not folded into each row's multiply-add */ \
-      for (int r = 0; r < R; r++) V8_HALF_FMA(acc[r][o], h, wh, xh[r]);                                 \
-    }                                                                                                   \
-  }
-#else
+/* One step of 8 columns of the forward tile (full vectors): each row's 8 values widened, each
+ * output's 8 weights loaded once and used for every row. (With V8_HALF, AVX2, the tile below runs
+ * the low and the high halves as separate passes instead.) */
 #define FT_BODY(R, OC)                                                                                   \
   V8 xv[R];                                                                                             \
   for (int r = 0; r < R; r++) xv[r] = V8_LDF(x[r] + j);                                                 \
@@ -105,25 +91,9 @@ static void KFN(dot_rows)(const float *const *rows, int64_t n, int64_t d, const 
     V8_REG(wv);                                                                                         \
     for (int r = 0; r < R; r++) acc[r][o] = V8_FMA(wv, xv[r], acc[r][o]);                               \
   }
-#endif
 
-/* One row of the backward tile: the row's JB vectors of columns widened, times each output's
- * residual. With V8_HALF the residuals are broadcast once into OC registers and the row is taken a
- * half vector at a time, so that 2 OC JB accumulators fit beside them. Same operations per lane. */
-#ifdef V8_HALF
-#define BT_BODY(OC, JB)                                                                                  \
-  const double *ri = r + i * O + o0;                                                                    \
-  V8_HALF rv[OC];                                                                                       \
-  for (int o = 0; o < OC; o++) {                                                                        \
-    rv[o] = V8_HALF_SET1(ri[o]);                                                                        \
-    __asm__("" : "+x"(rv[o])); /* broadcast once per row, held in registers */                          \
-  }                                                                                                     \
-  for (int b = 0; b < JB; b++)                                                                          \
-    for (int h = 0; h < 2; h++) {                                                                       \
-      V8_HALF xh = V8_HALF_LDF(x[i] + j0 + 8 * b + 4 * h);                                              \
-      for (int o = 0; o < OC; o++) V8_HALF_FMA(acc[o][b], h, rv[o], xh);                                \
-    }
-#else
+/* One row of the backward tile (full vectors): the row's JB vectors of columns widened, times each
+ * output's residual. (With V8_HALF, AVX2, the half-vector tile further down is used instead.) */
 #define BT_BODY(OC, JB)                                                                                  \
   V8 xv[JB];                                                                                            \
   for (int b = 0; b < JB; b++) xv[b] = V8_LDF(x[i] + j0 + 8 * b);                                       \
@@ -132,7 +102,6 @@ static void KFN(dot_rows)(const float *const *rows, int64_t n, int64_t d, const 
     V8 rv = V8_SET1(ri[o]);                                                                             \
     for (int b = 0; b < JB; b++) acc[o][b] = V8_FMA(rv, xv[b], acc[o][b]);                              \
   }
-#endif
 
 /* G[o, j] (+)= Σ_i r[i*O + o] x_ij over rows in order, for outputs [o0, o0 + OC), JB vectors of
  * columns at a time (OC * JB accumulators in registers). */
@@ -298,7 +267,7 @@ static void KFN(sqdist_rows)(const float *const *rows, int64_t n, int64_t d, con
         for (int o = 0; o < OC; o++) {                                                                  \
           V8_HALF wh = V8_HALF_LDD(w[o] + j);                                                           \
           __asm__("" : "+x"(wh)); /* in a register: loaded once, not folded into each row's multiply-add */ \
-          for (int r = 0; r < R; r++) acc[r][o] = V8_HALF_FMA1(wh, xh[r], acc[r][o]);                   \
+          for (int r = 0; r < R; r++) acc[r][o] = V8_HALF_FMA(wh, xh[r], acc[r][o]);                   \
         }                                                                                               \
       }                                                                                                 \
       for (int r = 0; r < R; r++)                                                                       \
@@ -365,11 +334,17 @@ static void KFN(sqdist_rows)(const float *const *rows, int64_t n, int64_t d, con
       for (int b = 0; b < JB; b++) V8_ST(G + (int64_t)(o0 + o) * d + j0 + 8 * b, acc[o][b]);            \
   }
 
+#ifdef V8_HALF /* the backward's half-vector tile follows */
+#define KNODE(OC)                                                                                        \
+  KFT(ft_##OC, OC, V8_FWD_ROWS(OC))                                                                     \
+  KFT(ft1_##OC, OC, 1)
+#else
 #define KNODE(OC)                                                                                        \
   KFT(ft_##OC, OC, V8_FWD_ROWS(OC))                                                                     \
   KFT(ft1_##OC, OC, 1)                                                                                  \
   KBT(bt_##OC, OC, V8_BWD_JB(OC))                                                                       \
   KBT(bt1_##OC, OC, 1)
+#endif
 KNODE(1)
 KNODE(2)
 KNODE(3)
@@ -418,12 +393,12 @@ KNODE(9)
           double *ls = lst + s * vs;                                                                    \
           V8_HALF acc[OC];                                                                              \
           for (int o = 0; o < OC; o++) acc[o] = first ? V8_HALF_ZERO() : V8_HALF_LDD(ls + 4 * o);       \
-          if ((j0 & 15) == 0) /* a line starts here: the rows' lines before it */                      \
+          if ((j0 & 15) == 0 && j0 >= 16 * PROBE_BWDH_PF) /* a line starts here: the rows' lines before */ \
             for (int64_t i = i0; i < ie; i++) __builtin_prefetch(x[i] + j0 - 16 * PROBE_BWDH_PF, 0, 3); \
           for (int64_t i = i0; i < ie; i++) {                                                           \
             V8_HALF xh = V8_HALF_LDF(x[i] + j0);                                                        \
             const double *ri = r + i * O + o0;                                                          \
-            for (int o = 0; o < OC; o++) acc[o] = V8_HALF_FMA1(V8_HALF_SET1(ri[o]), xh, acc[o]);        \
+            for (int o = 0; o < OC; o++) acc[o] = V8_HALF_FMA(V8_HALF_SET1(ri[o]), xh, acc[o]);        \
           }                                                                                             \
           if (!last) {                                                                                  \
             for (int o = 0; o < OC; o++) V8_HALF_ST(ls + 4 * o, acc[o]);                                \

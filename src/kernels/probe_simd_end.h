@@ -21,7 +21,6 @@
 #undef V8_HALF_LDF
 #undef V8_HALF_LDD
 #undef V8_HALF_FMA
-#undef V8_HALF_FMA1
 #undef V8_HALF_ZERO
 #undef V8_HALF_ADD
 #undef V8_HALF_ST
