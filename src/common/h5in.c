@@ -662,6 +662,18 @@ static int same_file(hid_t f, hid_t obj) {
   return na > 0 && nb > 0 && (size_t)na < sizeof a && (size_t)nb < sizeof b && strcmp(a, b) == 0;
 }
 
+int64_t rd_h5_readable_end(hid_t f) {
+  hid_t fcpl = H5Fget_create_plist(f);
+  hsize_t ub = 0, fs = 0;
+  haddr_t eoa = HADDR_UNDEF;
+  int ok = fcpl >= 0 && H5Pget_userblock(fcpl, &ub) >= 0 && H5Fget_filesize(f, &fs) >= 0 && H5Fget_eoa(f, &eoa) >= 0 &&
+           eoa != HADDR_UNDEF && ub <= (hsize_t)INT64_MAX && eoa <= (haddr_t)INT64_MAX - ub && fs <= (hsize_t)INT64_MAX;
+  if (fcpl >= 0) H5Pclose(fcpl);
+  if (!ok) return -1;
+  int64_t end = (int64_t)ub + (int64_t)eoa;
+  return end < (int64_t)fs ? end : (int64_t)fs;
+}
+
 int rd_h5_contig_offset(hid_t f, const rd_dsinfo *info, hid_t memtype, int64_t *offset) {
   *offset = -1;
   const char *off = getenv("RMDIAG_NO_MMAP");
@@ -682,7 +694,8 @@ int rd_h5_contig_offset(hid_t f, const rd_dsinfo *info, hid_t memtype, int64_t *
     char name[4096];
     struct stat sb;
     ssize_t nn = H5Fget_name(f, name, sizeof name);
-    ok = nn > 0 && (size_t)nn < sizeof name && stat(name, &sb) == 0 && (int64_t)addr + total <= (int64_t)sb.st_size;
+    ok = nn > 0 && (size_t)nn < sizeof name && stat(name, &sb) == 0 && (int64_t)addr + total <= (int64_t)sb.st_size &&
+         (int64_t)addr + total <= rd_h5_readable_end(f);
   }
   H5Tclose(ft);
   H5Pclose(dcpl);

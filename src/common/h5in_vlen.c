@@ -31,8 +31,9 @@ typedef struct vref {
 typedef struct vctx {
   const char *file, *path;
   int fd;
-  uint64_t fsize;
-  size_t sa, ss;  /* bytes of a file address and of a length in this file */
+  uint64_t fsize;  /* the end of what HDF5 reads from the file (rd_h5_readable_end) */
+  uint64_t base;   /* the file offset of address 0 (the user block's size) */
+  size_t sa, ss;   /* bytes of a file address and of a length in this file */
 } vctx;
 
 static uint64_t get_le(const uint8_t *p, size_t n) {
@@ -176,7 +177,7 @@ static int raw_refs(const vctx *c, hid_t d, int64_t n, size_t esz, uint8_t *raw,
     case H5D_CONTIGUOUS: {
       haddr_t a = H5Dget_offset(d);
       if (H5Pget_external_count(dcpl) > 0 || a == HADDR_UNDEF || pread_all(c, raw, (uint64_t)n * esz, a) != 0)
-        rc = corrupt(c, st, "its %lld references do not lie inside the file", (long long)n);
+        rc = corrupt(c, st, "its %lld references do not lie inside the file as HDF5 reads it", (long long)n);
       break;
     }
     case H5D_CHUNKED:
@@ -211,11 +212,13 @@ static int parse_collection(const vctx *c, uint64_t addr, const vref *first, hob
                             size_t *cap, rd_status *st) {
   size_t hdr = 8 + c->ss, ohdr = 8 + c->ss;
   uint8_t h[24];
-  if (pread_all(c, h, hdr, addr) != 0 || memcmp(h, "GCOL", 4) != 0 || h[4] != 1)
+  /* heap addresses count from the base address */
+  uint64_t at = addr <= c->fsize - c->base ? c->base + addr : c->fsize;
+  if (pread_all(c, h, hdr, at) != 0 || memcmp(h, "GCOL", 4) != 0 || h[4] != 1)
     return corrupt(c, st, "string %lld points to a heap collection at byte %lld that is not one",
                    (long long)first->elem, (long long)addr);
   uint64_t size = get_le(h + 8, c->ss);
-  if (size < hdr || size > c->fsize || addr > c->fsize - size)
+  if (size < hdr || size > c->fsize || at > c->fsize - size)
     return corrupt(c, st, "the heap collection at byte %lld declares %lld bytes, beyond the file", (long long)addr,
                    (long long)size);
   if (size > *cap) {
@@ -223,7 +226,7 @@ static int parse_collection(const vctx *c, uint64_t addr, const vref *first, hob
     if (!nb) return rd_fail(st, RD_EFAIL, "out of memory checking %s", c->path);
     *buf = nb, *cap = size;
   }
-  if (pread_all(c, *buf, size, addr) != 0)
+  if (pread_all(c, *buf, size, at) != 0)
     return corrupt(c, st, "the heap collection at byte %lld cannot be read", (long long)addr);
   const uint8_t *b = *buf;
   for (uint64_t p = hdr; p < size;) {
@@ -267,14 +270,18 @@ static int check_collections(const vctx *c, vref *refs, int64_t n, rd_status *st
 int rd_h5i_vlen_check(hid_t d, const char *file, const rd_dsinfo *info, rd_status *st) {
   int64_t n = info->dims[0];
   if (n <= 0) return RD_OK;
-  vctx c = {file, info->path, -1, 0, 8, 8};
+  vctx c = {file, info->path, -1, 0, 0, 8, 8};
   char name[4096];
   hid_t fid = H5Iget_file_id(d), fcpl = fid >= 0 ? H5Fget_create_plist(fid) : H5I_INVALID_HID;
-  hsize_t fs = 0;
+  hsize_t ub = 0;
+  int64_t end = fid >= 0 ? rd_h5_readable_end(fid) : -1;
   ssize_t nl = fid >= 0 ? H5Fget_name(fid, name, sizeof name) : -1;
-  if (fcpl >= 0) H5Pget_sizes(fcpl, &c.sa, &c.ss), H5Pclose(fcpl);
-  if (fid >= 0) H5Fget_filesize(fid, &fs), H5Fclose(fid);
-  c.fsize = fs;
+  if (fcpl >= 0) H5Pget_sizes(fcpl, &c.sa, &c.ss), H5Pget_userblock(fcpl, &ub), H5Pclose(fcpl);
+  if (fid >= 0) H5Fclose(fid);
+  /* bytes past the end HDF5 reads (a corrupt file's declared end can come before its data) are
+   * outside the file as far as these checks go: HDF5 would read other bytes than the check did */
+  c.fsize = end > 0 ? (uint64_t)end : 0;
+  c.base = ub < c.fsize ? ub : c.fsize;
   if (nl <= 0 || (size_t)nl >= sizeof name) return rd_fail(st, RD_EINPUT, "%s: dataset %s: cannot find its file", file,
                                                            info->path);
   if ((c.sa != 4 && c.sa != 8) || (c.ss != 4 && c.ss != 8))

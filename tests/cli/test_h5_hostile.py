@@ -11,8 +11,9 @@ dataset and what is wrong, quickly, and before anything is allocated for the dec
 - links: a dangling soft link, soft links in a loop, an external link to a missing file;
 - corrupt variable-length string heaps (string users of cm): an object larger than its collection,
   a collection larger than the file, a reference to a missing object, a string length that differs
-  from its object's (HDF5 1.10 would copy past its buffers on each of these, or loop forever on a
-  free-space object of size 0, or follow a reference to something that is no collection). Under
+  from its object's, a superblock declaring the file's end inside the collection (HDF5 1.10 would
+  copy past its buffers on each of these, or loop forever on a free-space object of size 0, or
+  follow a reference to something that is no collection, or read other bytes than the check did). Under
   the asan preset these also show that no code runs on a heap HDF5 overwrote: the sanitizers stay
   silent.
 Each case runs `validate`; the storage cases also `run`."""
@@ -367,6 +368,12 @@ def heap_patch(how):
             raw[objs[0] + 8:objs[0] + 16] = bytes(8)               # free space of size 0
         elif how == "not_a_collection":
             raw[el(5) + 4:el(5) + 12] = (off).to_bytes(8, "little")  # points at the strings' own data
+        elif how == "declared_end":
+            # the superblock (version 0: its end-of-file address at byte 40) declares the file to end
+            # inside the collection: HDF5 reads nothing past that end, so the strings must be checked
+            # against it, not against the bytes on disk
+            check(raw[8] == 0 and int.from_bytes(raw[40:48], "little") == len(raw), "a version-0 superblock")
+            raw[40:48] = (addr + 100).to_bytes(8, "little")
         open(path, "wb").write(bytes(raw))
     return patch
 
@@ -377,7 +384,8 @@ for how, what in (("object_size", "has an object of 1073741832 bytes that does n
                                      "length"),
                   ("length", "string 5 refers to heap object "),
                   ("free_space_zero", "that does not fit in it"),
-                  ("not_a_collection", "string 5 points to a heap collection at byte")):
+                  ("not_a_collection", "string 5 points to a heap collection at byte"),
+                  ("declared_end", "declares 4096 bytes, beyond the file")):
     case(f"cm_heap_{how}", "cm", cm_strings, patch=heap_patch(how), cmds=("validate", "run"),
          expect=["in.h5: dataset /cm/user: its variable-length strings are corrupt (", what, SEE])
 done()

@@ -90,6 +90,11 @@ typedef struct rd_h5_map {
   size_t len;
 } rd_h5_map;
 int rd_h5_contig_offset(hid_t f, const rd_dsinfo *info, hid_t memtype, int64_t *offset);
+/* The end, as a file offset, of the bytes HDF5 reads from file f: the smaller of the file's size and
+ * its end of allocated space (relative to the base address, the user block's size). A corrupt file
+ * can declare an end before that of its data; HDF5 then reads no further, so bytes taken from the
+ * file directly (mapped, or checked before HDF5 follows them) must lie before it too. -1 if unknown. */
+int64_t rd_h5_readable_end(hid_t f);
 const void *rd_map_rows(const char *file, int64_t offset, int64_t row_bytes, int64_t row0, int64_t nrows, rd_h5_map *m);
 void rd_h5_unmap(rd_h5_map *m);
 /* The same for a 2-D dataset stored in chunks of whole rows: unfiltered, every chunk written, in the

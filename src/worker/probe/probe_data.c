@@ -74,7 +74,7 @@ static int chunk_span(probe_run *R, feat_src *X, int64_t *start, int64_t *len) {
     if (X->chunk_at[c] + bytes > hi) hi = X->chunk_at[c] + bytes;
   }
   struct stat sb;
-  if (stat(R->job->input, &sb) != 0 || hi > (int64_t)sb.st_size) return 0;
+  if (stat(R->job->input, &sb) != 0 || hi > (int64_t)sb.st_size || hi > rd_h5_readable_end(R->h5)) return 0;
   for (int64_t c = 0; c < n; c++) X->chunk_at[c] = (X->chunk_at[c] - lo) / (int64_t)sizeof(float);
   *start = lo;
   *len = hi - lo;
