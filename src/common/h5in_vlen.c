@@ -137,7 +137,8 @@ static int chunked_raw(const vctx *c, hid_t d, hid_t dcpl, int64_t n, size_t esz
       break;
     }
     cbuf = tmp;
-    if (pread_all(c, cbuf, size, addr) != 0) {
+    /* chunk addresses, like heap addresses, count from the base address */
+    if (addr > c->fsize - c->base || pread_all(c, cbuf, size, c->base + addr) != 0) {
       rc = corrupt(c, st, "the chunk at element %lld lies outside the file (%lld bytes)", (long long)off,
                    (long long)size);
       break;
