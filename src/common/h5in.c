@@ -662,12 +662,30 @@ static int same_file(hid_t f, hid_t obj) {
   return na > 0 && nb > 0 && (size_t)na < sizeof a && (size_t)nb < sizeof b && strcmp(a, b) == 0;
 }
 
+/* The file's end of allocated space (relative to its base address): from f, or, where f's driver
+ * does not report it (HDF5 1.10's MPI-IO driver), from the same file opened once more with the
+ * default driver. */
+static int file_eoa(hid_t f, haddr_t *eoa) {
+  herr_t rc;
+  H5E_BEGIN_TRY { rc = H5Fget_eoa(f, eoa); } H5E_END_TRY;
+  if (rc >= 0 && *eoa != HADDR_UNDEF) return 0;
+  char name[4096];
+  ssize_t nn = H5Fget_name(f, name, sizeof name);
+  if (nn <= 0 || (size_t)nn >= sizeof name) return -1;
+  hid_t g;
+  H5E_BEGIN_TRY { g = H5Fopen(name, H5F_ACC_RDONLY, H5P_DEFAULT); } H5E_END_TRY;
+  if (g < 0) return -1;
+  H5E_BEGIN_TRY { rc = H5Fget_eoa(g, eoa); } H5E_END_TRY;
+  H5Fclose(g);
+  return rc >= 0 && *eoa != HADDR_UNDEF ? 0 : -1;
+}
+
 int64_t rd_h5_readable_end(hid_t f) {
   hid_t fcpl = H5Fget_create_plist(f);
   hsize_t ub = 0, fs = 0;
   haddr_t eoa = HADDR_UNDEF;
-  int ok = fcpl >= 0 && H5Pget_userblock(fcpl, &ub) >= 0 && H5Fget_filesize(f, &fs) >= 0 && H5Fget_eoa(f, &eoa) >= 0 &&
-           eoa != HADDR_UNDEF && ub <= (hsize_t)INT64_MAX && eoa <= (haddr_t)INT64_MAX - ub && fs <= (hsize_t)INT64_MAX;
+  int ok = fcpl >= 0 && H5Pget_userblock(fcpl, &ub) >= 0 && H5Fget_filesize(f, &fs) >= 0 && file_eoa(f, &eoa) == 0 &&
+           ub <= (hsize_t)INT64_MAX && eoa <= (haddr_t)INT64_MAX - ub && fs <= (hsize_t)INT64_MAX;
   if (fcpl >= 0) H5Pclose(fcpl);
   if (!ok) return -1;
   int64_t end = (int64_t)ub + (int64_t)eoa;
