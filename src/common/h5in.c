@@ -672,8 +672,15 @@ static int file_eoa(hid_t f, haddr_t *eoa) {
   char name[4096];
   ssize_t nn = H5Fget_name(f, name, sizeof name);
   if (nn <= 0 || (size_t)nn >= sizeof name) return -1;
-  hid_t g;
-  H5E_BEGIN_TRY { g = H5Fopen(name, H5F_ACC_RDONLY, H5P_DEFAULT); } H5E_END_TRY;
+  /* without file locking: a parallel file system may refuse the lock the default driver takes */
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), g = H5I_INVALID_HID;
+#if H5_VERSION_GE(1, 10, 7)
+  if (fapl >= 0) H5Pset_file_locking(fapl, 0, 1);
+#endif
+  if (fapl >= 0) {
+    H5E_BEGIN_TRY { g = H5Fopen(name, H5F_ACC_RDONLY, fapl); } H5E_END_TRY;
+    H5Pclose(fapl);
+  }
   if (g < 0) return -1;
   H5E_BEGIN_TRY { rc = H5Fget_eoa(g, eoa); } H5E_END_TRY;
   H5Fclose(g);
@@ -682,14 +689,18 @@ static int file_eoa(hid_t f, haddr_t *eoa) {
 
 int64_t rd_h5_readable_end(hid_t f) {
   hid_t fcpl = H5Fget_create_plist(f);
-  hsize_t ub = 0, fs = 0;
+  hsize_t ub = 0;
   haddr_t eoa = HADDR_UNDEF;
-  int ok = fcpl >= 0 && H5Pget_userblock(fcpl, &ub) >= 0 && H5Fget_filesize(f, &fs) >= 0 && file_eoa(f, &eoa) == 0 &&
-           ub <= (hsize_t)INT64_MAX && eoa <= (haddr_t)INT64_MAX - ub && fs <= (hsize_t)INT64_MAX;
+  char name[4096];
+  struct stat sb;
+  ssize_t nn = H5Fget_name(f, name, sizeof name);  /* the size on disk (H5Fget_filesize gives HDF5's view) */
+  int ok = fcpl >= 0 && H5Pget_userblock(fcpl, &ub) >= 0 && nn > 0 && (size_t)nn < sizeof name &&
+           stat(name, &sb) == 0 && file_eoa(f, &eoa) == 0 && ub <= (hsize_t)INT64_MAX &&
+           eoa <= (haddr_t)INT64_MAX - ub;
   if (fcpl >= 0) H5Pclose(fcpl);
   if (!ok) return -1;
   int64_t end = (int64_t)ub + (int64_t)eoa;
-  return end < (int64_t)fs ? end : (int64_t)fs;
+  return end < (int64_t)sb.st_size ? end : (int64_t)sb.st_size;
 }
 
 int rd_h5_contig_offset(hid_t f, const rd_dsinfo *info, hid_t memtype, int64_t *offset) {

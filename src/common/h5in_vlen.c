@@ -109,6 +109,16 @@ static void decoder_close(decoder *z) {
   z->f = z->d = z->t = H5I_INVALID_HID;
 }
 
+/* What to add to a chunk's address for its file offset: HDF5 before 1.14.4 gives chunk addresses from
+ * the base address (the user block's end), as heap addresses are; 1.14.4 and later from the file's
+ * start. */
+static uint64_t chunk_base(const vctx *c) {
+  unsigned maj = 0, min = 0, rel = 0;
+  H5get_libversion(&maj, &min, &rel);
+  int from_start = maj > 1 || (maj == 1 && (min > 14 || (min == 14 && rel >= 4)));
+  return from_start ? 0 : c->base;
+}
+
 /* The stored elements of a chunked dataset, chunk by chunk. */
 static int chunked_raw(const vctx *c, hid_t d, hid_t dcpl, int64_t n, size_t esz, uint8_t *raw, rd_status *st) {
   hsize_t chunk = 0;
@@ -137,8 +147,7 @@ static int chunked_raw(const vctx *c, hid_t d, hid_t dcpl, int64_t n, size_t esz
       break;
     }
     cbuf = tmp;
-    /* chunk addresses, like heap addresses, count from the base address */
-    if (addr > c->fsize - c->base || pread_all(c, cbuf, size, c->base + addr) != 0) {
+    if (addr > c->fsize - chunk_base(c) || pread_all(c, cbuf, size, chunk_base(c) + addr) != 0) {
       rc = corrupt(c, st, "the chunk at element %lld lies outside the file (%lld bytes)", (long long)off,
                    (long long)size);
       break;
@@ -283,6 +292,9 @@ int rd_h5i_vlen_check(hid_t d, const char *file, const rd_dsinfo *info, rd_statu
    * outside the file as far as these checks go: HDF5 would read other bytes than the check did */
   c.fsize = end > 0 ? (uint64_t)end : 0;
   c.base = ub < c.fsize ? ub : c.fsize;
+  if (end < 0)
+    return rd_fail(st, RD_EFAIL, "%s: dataset %s: cannot tell where HDF5 stops reading the file (its end of "
+                   "allocated space), which checking its variable-length strings needs", file, info->path);
   if (nl <= 0 || (size_t)nl >= sizeof name) return rd_fail(st, RD_EINPUT, "%s: dataset %s: cannot find its file", file,
                                                            info->path);
   if ((c.sa != 4 && c.sa != 8) || (c.ss != 4 && c.ss != 8))

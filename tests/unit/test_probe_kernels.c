@@ -155,24 +155,25 @@ static void unit_tree(int64_t J, int64_t lo, int64_t size, const rd_probe_heads 
 static void test_tree_grad(void) {
   static const char *const isas[3] = {"scalar", "avx2", "avx512"};
   static const int LK[][2] = {{1, 1}, {3, 1}, {3, 3}, {1, 6}, {4, 3}, {3, 7}};
-  const int64_t ds[4] = {4099, 1027, 64, 5};
+  /* 300: the backward's column blocks end in a partial one (74 strips of 4: 64 + 10) */
+  const int64_t ds[5] = {4099, 1027, 64, 5, 300};
   rd_stream s;
   rd_stream_init(&s, 2, "test", "probe.tree");
-  int64_t nmax = 8 * 64; /* up to 8 units of up to 64 rows */
-  for (int di = 0; di < 4; di++) {
+  int64_t nmax = 12 * 64; /* up to 12 units of up to 64 rows */
+  for (int di = 0; di < 5; di++) {
     int64_t d = ds[di];
     float *X = malloc(sizeof(float) * (size_t)(nmax * d));
     double *tmp = malloc(sizeof(double) * (size_t)(nmax * d));
     fill(&s, (uint64_t)di, tmp, nmax * d, 3.0);
     for (int64_t i = 0; i < nmax * d; i++) X[i] = (float)tmp[i];
-    const float *rows[8 * 64];
+    const float *rows[12 * 64];
     for (int64_t i = 0; i < nmax; i++) rows[i] = X + ((i * 37) % nmax) * d;
     for (size_t c = 0; c < 2 * sizeof LK / sizeof LK[0]; c++) {
       /* the second round: logits of some hundreds (exponentials underflow, to subnormals or zero, and sigmoids saturate) and
        * the first two outputs of every head equal (ties in the softmax maximum) */
       int big = c >= sizeof LK / sizeof LK[0];
       int L = LK[c % (sizeof LK / sizeof LK[0])][0], K = LK[c % (sizeof LK / sizeof LK[0])][1], O = L * K;
-      int32_t y[8 * 64];
+      int32_t y[12 * 64];
       for (int64_t i = 0; i < nmax; i++) y[i] = (int32_t)((i * 5 + c) % (K == 1 ? 2 : K));
       double *W = malloc(sizeof(double) * (size_t)(O * d));
       fill(&s, 300 + c, W, O * d, big ? 300.0 / sqrt((double)d) : 0.05);
@@ -181,10 +182,10 @@ static void test_tree_grad(void) {
       rd_probe_heads h = {.d = d, .L = L, .K = K, .W = W, .b = NULL};
       int64_t len = (int64_t)O * d;
       double *ref = malloc(sizeof(double) * (size_t)(len * 5)), *out = malloc(sizeof(double) * (size_t)len);
-      for (int nu = 1; nu <= 8; nu++) {
+      for (int nu = 1; nu <= (d == 300 ? 12 : 8); nu++) { /* 12 units: a tree of 5 levels */
         /* unit sizes 0..16 (some empty), as the units of batches of up to 128 rows; every other case
          * 0..64, the longest units (kernels that take a unit's rows in pieces) */
-        int64_t uoff[9] = {0};
+        int64_t uoff[13] = {0};
         for (int u = 0; u < nu; u++) uoff[u + 1] = uoff[u] + (int64_t)((c % 2 ? 65 : 17) * rd_rng_uniform(&s, 400 + c, (uint64_t)(di * 64 + nu * 8 + u)));
         int64_t P2 = 1;
         while (P2 < nu) P2 *= 2;
