@@ -277,9 +277,32 @@ static int check_collections(const vctx *c, vref *refs, int64_t n, rd_status *st
   return rc;
 }
 
+/* The width HDF5 gives a variable-length string's characters: stored in the file as the string
+ * type's base type, which the API does not show for strings, so read from the type's serialized
+ * form (H5Tencode: the type id 3 and encoding version 0, then the datatype message: class 9 and its
+ * size, then the base type's message, whose size is bytes 4-7 of it). 0 when the form is not the
+ * one expected. A corrupt width makes HDF5 size each string's buffer by it (a 9 KB file asked
+ * for 2.2 GB). */
+static uint32_t vlen_char_width(hid_t d) {
+  hid_t t = H5Dget_type(d);
+  size_t len = 0;
+  uint32_t w = 0;
+  if (t >= 0 && H5Tencode(t, NULL, &len) >= 0 && len >= 18 && len <= 4096) {
+    uint8_t b[4096];
+    if (H5Tencode(t, b, &len) >= 0 && b[0] == 3 && b[1] == 0 && (b[2] & 0x0f) == 9)
+      w = (uint32_t)get_le(b + 14, 4);
+  }
+  if (t >= 0) H5Tclose(t);
+  return w;
+}
+
 int rd_h5i_vlen_check(hid_t d, const char *file, const rd_dsinfo *info, rd_status *st) {
   int64_t n = info->dims[0];
   if (n <= 0) return RD_OK;
+  uint32_t width = vlen_char_width(d);
+  if (width != 0 && width != 1)
+    return rd_fail(st, RD_EINPUT, "%s: dataset %s: its variable-length strings are corrupt (their characters are "
+                   "declared %u bytes wide, expected 1); %s", file, info->path, (unsigned)width, SEE);
   vctx c = {file, info->path, -1, 0, 0, 8, 8};
   char name[4096];
   hid_t fid = H5Iget_file_id(d), fcpl = fid >= 0 ? H5Fget_create_plist(fid) : H5I_INVALID_HID;

@@ -12,9 +12,11 @@ dataset and what is wrong, quickly, and before anything is allocated for the dec
 - a positive control: a file with a user block gives the same outputs as without one;
 - corrupt variable-length string heaps (string users of cm): an object larger than its collection,
   a collection larger than the file, a reference to a missing object, a string length that differs
-  from its object's, a superblock declaring the file's end inside the collection (HDF5 1.10 would
+  from its object's, a superblock declaring the file's end inside the collection, characters
+  declared 1 GiB wide in the string type (HDF5 1.10 would
   copy past its buffers on each of these, or loop forever on a free-space object of size 0, or
-  follow a reference to something that is no collection, or read other bytes than the check did). Under
+  follow a reference to something that is no collection, or read other bytes than the check did,
+  or size each string's buffer by the width). Under
   the asan preset these also show that no code runs on a heap HDF5 overwrote: the sanitizers stay
   silent.
 Each case runs `validate`; the storage cases also `run`."""
@@ -369,6 +371,12 @@ def heap_patch(how):
             raw[objs[0] + 8:objs[0] + 16] = bytes(8)               # free space of size 0
         elif how == "not_a_collection":
             raw[el(5) + 4:el(5) + 12] = (off).to_bytes(8, "little")  # points at the strings' own data
+        elif how == "char_width":
+            # the string type's base (its characters, 1 byte) declared 1 GiB wide in the dataset's
+            # datatype message: HDF5 would size each string's buffer by it
+            pat = bytes.fromhex("1901010010000000" "1000000001000000")
+            check(raw.count(pat) == 1, "one variable-length string datatype message")
+            raw[raw.find(pat) + 15] = 0x40
         elif how == "declared_end":
             # the superblock (version 0: its end-of-file address at byte 40) declares the file to end
             # inside the collection: HDF5 reads nothing past that end, so the strings must be checked
@@ -416,7 +424,8 @@ for how, what in (("object_size", "has an object of 1073741832 bytes that does n
                   ("length", "string 5 refers to heap object "),
                   ("free_space_zero", "that does not fit in it"),
                   ("not_a_collection", "string 5 points to a heap collection at byte"),
-                  ("declared_end", "declares 4096 bytes, beyond the file")):
+                  ("declared_end", "declares 4096 bytes, beyond the file"),
+                  ("char_width", "their characters are declared 1073741825 bytes wide, expected 1")):
     case(f"cm_heap_{how}", "cm", cm_strings, patch=heap_patch(how), cmds=("validate", "run"),
          expect=["in.h5: dataset /cm/user: its variable-length strings are corrupt (", what, SEE])
 done()
