@@ -712,20 +712,14 @@ int rd_h5_contig_offset(hid_t f, const rd_dsinfo *info, hid_t memtype, int64_t *
   hid_t dcpl = H5Dget_create_plist(d), ft = H5Dget_type(d);
   size_t esize = H5Tget_size(ft);
   /* mappable: stored whole in this very file, contiguous, in the memory's type, element-aligned,
-   * and inside the file as it is on disk */
+   * and before the end HDF5 reads (which is inside the file as it is on disk) */
   int ok = same_file(f, d) && H5Pget_layout(dcpl) == H5D_CONTIGUOUS && H5Pget_external_count(dcpl) == 0 &&
            H5Tequal(ft, memtype) > 0;
   haddr_t addr = ok ? H5Dget_offset(d) : HADDR_UNDEF;
   int64_t total = (int64_t)esize;
   for (int i = 0; i < info->ndims; i++) total *= info->dims[i];
   ok = ok && addr != HADDR_UNDEF && (int64_t)H5Dget_storage_size(d) == total && esize > 0 && addr % esize == 0;
-  if (ok) {
-    char name[4096];
-    struct stat sb;
-    ssize_t nn = H5Fget_name(f, name, sizeof name);
-    ok = nn > 0 && (size_t)nn < sizeof name && stat(name, &sb) == 0 && (int64_t)addr + total <= (int64_t)sb.st_size &&
-         (int64_t)addr + total <= rd_h5_readable_end(f);
-  }
+  ok = ok && (int64_t)addr + total <= rd_h5_readable_end(f);
   H5Tclose(ft);
   H5Pclose(dcpl);
   H5Dclose(d);

@@ -126,6 +126,7 @@ static int chunked_raw(const vctx *c, hid_t d, hid_t dcpl, int64_t n, size_t esz
   int nf = H5Pget_nfilters(dcpl), filtered = nf > 0;
   unsigned all = nf >= 32 ? ~0u : (1u << nf) - 1;
   decoder z = {H5I_INVALID_HID, H5I_INVALID_HID, H5I_INVALID_HID, 0};
+  const uint64_t cbase = chunk_base(c);
   uint8_t *buf = malloc((size_t)chunk * esz), *cbuf = NULL;
   int rc = buf ? RD_OK : rd_fail(st, RD_EFAIL, "out of memory checking %s", c->path);
   for (hsize_t off = 0; rc == RD_OK && off < (hsize_t)n; off += chunk) {
@@ -147,7 +148,7 @@ static int chunked_raw(const vctx *c, hid_t d, hid_t dcpl, int64_t n, size_t esz
       break;
     }
     cbuf = tmp;
-    if (addr > c->fsize - chunk_base(c) || pread_all(c, cbuf, size, chunk_base(c) + addr) != 0) {
+    if (addr > c->fsize - cbase || pread_all(c, cbuf, size, cbase + addr) != 0) {
       rc = corrupt(c, st, "the chunk at element %lld lies outside the file (%lld bytes)", (long long)off,
                    (long long)size);
       break;

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "probe_internal.h"
@@ -73,12 +72,11 @@ static int chunk_span(probe_run *R, feat_src *X, int64_t *start, int64_t *len) {
     if (X->chunk_at[c] < lo) lo = X->chunk_at[c];
     if (X->chunk_at[c] + bytes > hi) hi = X->chunk_at[c] + bytes;
   }
-  /* inside the file, and before the end HDF5 reads (a rank that looked up no chunk opens it here) */
-  struct stat sb;
+  /* before the end HDF5 reads, which is inside the file (a rank that looked up no chunk opens it here) */
   rd_status st;
   rd_status_init(&st);
   if (R->h5 < 0 && rd_h5_open(R->job->input, MPI_COMM_NULL, &R->h5, &st) != RD_OK) return 0;
-  if (stat(R->job->input, &sb) != 0 || hi > (int64_t)sb.st_size || hi > rd_h5_readable_end(R->h5)) return 0;
+  if (hi > rd_h5_readable_end(R->h5)) return 0;
   for (int64_t c = 0; c < n; c++) X->chunk_at[c] = (X->chunk_at[c] - lo) / (int64_t)sizeof(float);
   *start = lo;
   *len = hi - lo;
